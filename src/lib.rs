@@ -1,0 +1,49 @@
+//! # ctxmem
+//!
+//! A time-aware context-memory store for LLM agents. It keeps a conversation's history
+//! durably and, before each model request, *projects* it with **micro compaction**:
+//! old tool-result bodies become a short placeholder, their `tool_call_id` and pairing
+//! kept, recent ones verbatim, nothing stored ever changed.
+//!
+//! The clearing boundary (the *cutoff*) only advances after an idle gap, when the
+//! provider's prompt cache has expired anyway, and is persisted; so every request in
+//! a warm stretch re-sends the same bytes and keeps its cache hits.
+//!
+//! Start with [`ContextMemory`].
+#![warn(missing_docs)]
+
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
+pub mod clock;
+pub mod error;
+pub mod event;
+pub mod memory;
+pub mod message;
+pub mod micro;
+pub mod session;
+pub mod store;
+pub mod tokens;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use error::{Error, Result};
+pub use event::{Event, ResetReason};
+pub use memory::{ContextMemory, ContextMemoryBuilder};
+pub use message::{ContentBlock, Message, MessageId, Role, ToolCall, Usage};
+pub use micro::{candidate_index, Keep, MicroCompactionConfig, DEFAULT_PLACEHOLDER};
+pub use session::SessionId;
+pub use store::{OpenedSession, Record, SessionLog, Store};
+pub use tokens::{CharEstimator, TokenEstimator};
+
+#[cfg(test)]
+mod assert_traits {
+    use super::*;
+    fn send_sync<T: Send + Sync + 'static>() {}
+    #[test]
+    fn public_types_are_thread_safe() {
+        send_sync::<ContextMemory>();
+        send_sync::<Error>();
+        send_sync::<Message>();
+    }
+}

@@ -1,0 +1,70 @@
+//! Durable backends. A [`Store`] hands out one exclusive [`SessionLog`] per session;
+//! a memory rebuilds its state by replaying the log's [`Record`]s.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::error::Error;
+use crate::event::Event;
+use crate::message::{Message, MessageId};
+use crate::session::SessionId;
+
+/// One state change of a session, as logged. Replaying a session's records in order
+/// rebuilds its state exactly.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Record {
+    /// A message was stored (with its id and time).
+    Message {
+        /// The message.
+        message: Message,
+    },
+    /// The cutoff advanced.
+    Cutoff {
+        /// The new cutoff.
+        cutoff: MessageId,
+    },
+    /// The history was cleared.
+    Clear,
+    /// A full compaction replaced the history with these messages (ids assigned).
+    FullCompaction {
+        /// The new history.
+        messages: Vec<Message>,
+    },
+    /// The state the records before it left, written first by a log rewrite
+    /// (`vacuum`), so that counters survive the old records being dropped.
+    Snapshot {
+        /// The next id to assign.
+        next_id: u64,
+        /// The cutoff.
+        cutoff: Option<MessageId>,
+        /// The latest assistant time.
+        last_assistant_at: Option<DateTime<Utc>>,
+    },
+}
+
+/// The write side of one session's log, held exclusively while a memory uses it.
+pub trait SessionLog: Send {
+    /// Appends one record durably (as the store's durability setting says) before
+    /// returning. An error means the record may not be stored.
+    fn append(&mut self, record: &Record) -> Result<(), Error>;
+}
+
+/// What [`Store::open`] returns: the writer, the records to replay, and anything
+/// recovery wants to report.
+pub struct OpenedSession {
+    /// The exclusive writer.
+    pub log: Box<dyn SessionLog>,
+    /// The session's records, oldest first.
+    pub records: Vec<Record>,
+    /// Events from recovery (a truncated torn tail, say).
+    pub events: Vec<Event>,
+}
+
+/// A place where sessions live.
+pub trait Store: Send + Sync {
+    /// Opens `session` for exclusive writing, creating it when missing, and reads its
+    /// records.
+    fn open(&self, session: &SessionId) -> Result<OpenedSession, Error>;
+}

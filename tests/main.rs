@@ -1,0 +1,8 @@
+//! The one integration-test binary; each area is a module under `tests/it/`.
+
+#[path = "it/common.rs"]
+mod common;
+#[path = "it/memory.rs"]
+mod memory;
+#[path = "it/properties.rs"]
+mod properties;
