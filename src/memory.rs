@@ -422,14 +422,10 @@ impl State {
             }
             Record::Snapshot {
                 next_id,
-                cutoff,
                 last_assistant_at,
             } => {
                 self.next_id = self.next_id.max(next_id);
                 self.last_assistant_at = self.last_assistant_at.max(last_assistant_at);
-                if let Some(cutoff) = cutoff {
-                    self.set_cutoff(cutoff);
-                }
             }
         }
         Ok(())
@@ -475,11 +471,6 @@ impl State {
         self.tokens.push(tokens);
         self.projected.push(message.clone());
         self.history.push(message);
-        // Only a replayed log can hold messages below the cutoff (a vacuumed log states
-        // the cutoff first); live pushes always get ids at or above it.
-        if self.cutoff.is_some_and(|cutoff| id < cutoff) {
-            self.cover(self.history.len());
-        }
         Ok(())
     }
 

@@ -32,14 +32,12 @@ pub enum Record {
         /// The new history.
         messages: Vec<Message>,
     },
-    /// The state the records before it left, written first by a log rewrite
-    /// (`vacuum`), so that counters survive the old records being dropped.
+    /// Counters that must survive a log rewrite (`vacuum`) dropping the records they
+    /// came from. A rewrite writes the live messages, then their cutoff, then this.
     Snapshot {
-        /// The next id to assign.
+        /// The next id to assign (ids are never reused).
         next_id: u64,
-        /// The cutoff.
-        cutoff: Option<MessageId>,
-        /// The latest assistant time.
+        /// The latest assistant time, which a full compaction keeps.
         last_assistant_at: Option<DateTime<Utc>>,
     },
 }
