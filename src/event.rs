@@ -20,7 +20,8 @@ pub enum ResetReason {
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum Event {
-    /// The cutoff advanced after an idle gap.
+    /// The cutoff advanced after an idle gap, or in a warm batch fired by a
+    /// [`TokenBudget`](crate::TokenBudget) (then `idle` is below the threshold).
     MicroCompacted {
         /// The cutoff before (`None`: nothing was cleared yet).
         previous_cutoff: Option<MessageId>,

@@ -17,6 +17,7 @@
 struct ReadmeDoctests;
 
 pub mod clock;
+pub mod cost;
 pub mod error;
 pub mod event;
 pub mod memory;
@@ -27,11 +28,15 @@ pub mod store;
 pub mod tokens;
 
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use cost::{
+    replay, Agreement, PriceProfile, PromptCache, ReplayOptions, RequestCost, Session,
+    StrategyKind, StrategySettings, TokenTrigger, Ttl,
+};
 pub use error::{Error, Result};
 pub use event::{Event, ResetReason};
 pub use memory::{ContextMemory, ContextMemoryBuilder};
 pub use message::{ContentBlock, Message, MessageId, Role, ToolCall, Usage};
-pub use micro::{candidate_index, Keep, MicroCompactionConfig, DEFAULT_PLACEHOLDER};
+pub use micro::{candidate_index, Keep, MicroCompactionConfig, TokenBudget, DEFAULT_PLACEHOLDER};
 pub use session::SessionId;
 pub use store::{OpenedSession, Record, SessionLog, Store};
 pub use tokens::{CharEstimator, TokenEstimator};

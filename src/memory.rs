@@ -106,6 +106,9 @@ struct State {
     cutoff: Option<MessageId>,
     next_id: u64,
     last_assistant_at: Option<DateTime<Utc>>,
+    /// Assistant messages (model requests) in `history`: the budget's estimate of
+    /// the requests still to come.
+    requests: u64,
     projected_tokens: u64,
     log: Option<Box<dyn SessionLog>>,
     poisoned: Option<String>,
@@ -165,8 +168,8 @@ impl ContextMemory {
     }
 
     /// The history to send to the model: first the cutoff advances if the cache has
-    /// gone cold (see [`MicroCompactionConfig::is_idle`]), then the whole history is
-    /// projected. Cost is one pointer copy per message, whatever the bodies' size.
+    /// gone cold (see [`MicroCompactionConfig::is_idle`]) or a configured
+    /// [`TokenBudget`](crate::TokenBudget) fires, then the whole history is projected. Cost is one pointer copy per message, whatever the bodies' size.
     ///
     /// If persisting an advance fails, the old cutoff is kept, the memory is
     /// poisoned and the next write reports it; use [`try_messages`](Self::try_messages)
@@ -196,7 +199,7 @@ impl ContextMemory {
 
     fn advance(&self, state: &mut State, now: DateTime<Utc>) -> Result<Option<Event>, Error> {
         let config = &self.rules.config;
-        if !config.enabled || !config.is_idle(now, state.last_assistant_at) {
+        if !config.enabled {
             return Ok(None);
         }
         let Some(index) =
@@ -206,6 +209,9 @@ impl ContextMemory {
         };
         let candidate = state.id_at(index);
         if state.cutoff.is_some_and(|old| old >= candidate) {
+            return Ok(None);
+        }
+        if !config.is_idle(now, state.last_assistant_at) && !state.budget_fires(index) {
             return Ok(None);
         }
         state.check_writable()?;
@@ -371,6 +377,7 @@ impl State {
             cutoff: None,
             next_id: 1,
             last_assistant_at: None,
+            requests: 0,
             projected_tokens: 0,
             log: None,
             poisoned: None,
@@ -440,6 +447,7 @@ impl State {
         self.call_names.clear();
         self.covered = 0;
         self.cutoff = None;
+        self.requests = 0;
         self.projected_tokens = 0;
     }
 
@@ -458,6 +466,7 @@ impl State {
         };
         match message.role() {
             Role::Assistant => {
+                self.requests += 1;
                 self.last_assistant_at = self.last_assistant_at.max(message.at());
                 for call in message.tool_calls() {
                     self.call_names.insert(call.id.clone(), call.name.clone());
@@ -488,26 +497,59 @@ impl State {
         self.cover(end)
     }
 
+    /// Indices in `covered..end` of the tool results that moving the cutoff to `end`
+    /// would clear.
+    fn clearable(&self, end: usize) -> Vec<usize> {
+        (self.covered..end)
+            .filter(|&index| {
+                let message = &self.history[index];
+                let content = self.tokens[index].content;
+                self.rules
+                    .config
+                    .clears(message, content, self.tool_name(message))
+            })
+            .collect()
+    }
+
     /// Clears the clearable tool results in `covered..end` and marks them covered.
     fn cover(&mut self, end: usize) -> usize {
         let placeholder_tokens = self.rules.placeholder_tokens;
-        let mut cleared = 0;
-        for index in self.covered..end {
+        let clearable = self.clearable(end);
+        for &index in &clearable {
             let message = &self.history[index];
-            let tokens = self.tokens[index];
-            if !self
-                .rules
-                .config
-                .clears(message, tokens.content, self.tool_name(message))
-            {
-                continue;
-            }
             self.projected[index] = micro::cleared(message, &self.rules.config.placeholder);
-            self.projected_tokens = self.projected_tokens - tokens.content + placeholder_tokens;
-            cleared += 1;
+            self.projected_tokens =
+                self.projected_tokens - self.tokens[index].content + placeholder_tokens;
         }
         self.covered = self.covered.max(end);
-        cleared
+        clearable.len()
+    }
+
+    /// Whether the configured [`TokenBudget`](crate::TokenBudget) fires a warm batch
+    /// that moves the cutoff to history index `end`; `false` without a budget.
+    fn budget_fires(&self, end: usize) -> bool {
+        let Some(budget) = self.rules.config.budget else {
+            return false;
+        };
+        if self.projected_tokens <= budget.max_tokens {
+            return false;
+        }
+        let clearable = self.clearable(end);
+        let Some(&first) = clearable.first() else {
+            return false;
+        };
+        let placeholder_tokens = self.rules.placeholder_tokens;
+        let saved = clearable
+            .iter()
+            .map(|&index| {
+                self.tokens[index]
+                    .content
+                    .saturating_sub(placeholder_tokens)
+            })
+            .sum();
+        // Nothing from `covered` on is cleared yet, so these are the projected tokens.
+        let suffix_before = self.tokens[first..].iter().map(|t| t.message).sum();
+        budget.fires(self.projected_tokens, saved, suffix_before, self.requests)
     }
 
     fn tool_name<'a>(&'a self, message: &'a Message) -> Option<&'a str> {

@@ -44,6 +44,80 @@ pub struct MicroCompactionConfig {
     pub exclude_tools: Vec<String>,
     /// Keep results flagged as errors verbatim. Default `false`.
     pub keep_errors: bool,
+    /// An optional token budget that may also advance the cutoff while the cache is
+    /// warm, in one batch, when that pays for the cache rewrite. Default `None`: the
+    /// cutoff only advances after an idle gap.
+    pub budget: Option<TokenBudget>,
+}
+
+/// A token budget for the projected history: when it is exceeded, the cutoff may
+/// advance even while the prompt cache is warm, but only as one batch that pays off.
+///
+/// The batch (everything [`MicroCompactionConfig::keep_recent`] lets go) fires only
+/// when all three hold:
+/// - the projected history is above `max_tokens`;
+/// - it saves at least `min_clear_tokens` (the hysteresis: a fired batch leaves the
+///   history far enough under the limit that the next one waits for real growth);
+/// - over the expected remaining requests, the cache reads it saves cost more than
+///   rewriting the suffix that follows the first cleared result:
+///   `remaining × saved × read > suffix_after × write − suffix_before × read`,
+///   prices relative to an uncached input token.
+///
+/// The remaining requests are estimated as the requests so far since the last reset
+/// (a session that ran `n` requests is taken to run about `n` more), at least one.
+///
+/// ```
+/// use ctxmem::*;
+/// let config = MicroCompactionConfig { budget: Some(TokenBudget::new(100_000)), ..Default::default() };
+/// assert_eq!(config.budget.unwrap().min_clear_tokens, 25_000);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TokenBudget {
+    /// Projected-history tokens above which a batch is considered.
+    pub max_tokens: u64,
+    /// The least a batch must save, in tokens, to fire.
+    pub min_clear_tokens: u64,
+    /// The price of a cache-read token relative to an uncached one (Anthropic: 0.1).
+    pub cache_read_ratio: f64,
+    /// The price of a cache-write token relative to an uncached one (Anthropic:
+    /// 1.25 with the 5-minute TTL, 2.0 with the 1-hour one).
+    pub cache_write_ratio: f64,
+}
+
+impl TokenBudget {
+    /// A budget of `max_tokens`, a batch of at least a quarter of it, and Anthropic's
+    /// 5-minute cache ratios (read 0.1, write 1.25).
+    pub fn new(max_tokens: u64) -> Self {
+        TokenBudget {
+            max_tokens,
+            min_clear_tokens: max_tokens / 4,
+            cache_read_ratio: 0.1,
+            cache_write_ratio: 1.25,
+        }
+    }
+
+    /// Whether a batch saving `saved` tokens, which turns the `suffix_before` tokens
+    /// from the first cleared result on into `suffix_before - saved`, fires on a
+    /// history of `projected` tokens with `remaining` requests expected.
+    ///
+    /// ```
+    /// use ctxmem::TokenBudget;
+    /// let budget = TokenBudget::new(1000);
+    /// // Saves 600 of a 1200-token suffix, read 20 more times: 1200 > 750 - 120.
+    /// assert!(budget.fires(1500, 600, 1200, 20));
+    /// // Read only once more, the rewrite costs more than it saves.
+    /// assert!(!budget.fires(1500, 600, 1200, 1));
+    /// ```
+    pub fn fires(&self, projected: u64, saved: u64, suffix_before: u64, remaining: u64) -> bool {
+        if projected <= self.max_tokens || saved < self.min_clear_tokens.max(1) {
+            return false;
+        }
+        let suffix_after = suffix_before.saturating_sub(saved) as f64;
+        let saving = remaining.max(1) as f64 * saved as f64 * self.cache_read_ratio;
+        let rewrite =
+            suffix_after * self.cache_write_ratio - suffix_before as f64 * self.cache_read_ratio;
+        saving > rewrite
+    }
 }
 
 impl Default for MicroCompactionConfig {
@@ -56,6 +130,7 @@ impl Default for MicroCompactionConfig {
             placeholder: DEFAULT_PLACEHOLDER.to_owned(),
             exclude_tools: Vec::new(),
             keep_errors: false,
+            budget: None,
         }
     }
 }
