@@ -18,4 +18,4 @@ pub use replay::{replay, ReplayOptions, RequestCost, Session};
 pub use strategy::{
     build_strategy, RequestView, Strategy, StrategyKind, StrategySettings, TokenTrigger,
 };
-pub use validate::{recorded_cache, validate, Agreement};
+pub use validate::{recorded_cache, unlogged_prefix_tokens, validate, Agreement};

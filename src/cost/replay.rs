@@ -25,6 +25,10 @@ pub struct Session {
     /// Indices into `messages` where a full compaction restarted the context at a
     /// summary message: from there on, requests send `messages[index..]`.
     pub compactions: Vec<usize>,
+    /// Tokens every request sends before the messages that logs leave out: the
+    /// harness's system prompt and tool definitions. 0 when unknown; the report
+    /// estimates it from recorded usage (see [`unlogged_prefix_tokens`](crate::cost::unlogged_prefix_tokens)).
+    pub prefix_tokens: u64,
 }
 
 /// The price profile and cache TTL a replay assumes, and the strategies' knobs.
@@ -70,6 +74,9 @@ pub struct RequestCost {
     /// the read was cut short.
     pub self_caused_break: bool,
 }
+
+/// The identity of the unlogged prefix in a [`Prompt`].
+const UNLOGGED_PREFIX: u64 = u64::MAX;
 
 /// A session's messages prepared once for every strategy: times and token counts.
 struct Prepared<'a> {
@@ -122,24 +129,31 @@ impl<'a> Prepared<'a> {
             content_tokens: &self.content_tokens[start..index],
             message_tokens: &self.message_tokens[start..index],
             placeholder_tokens: self.placeholder_tokens,
+            prefix_tokens: self.session.prefix_tokens,
             at: self.times[index],
         }
     }
 
     /// The prompt as the cache sees it: message `i` is identified by its position in
     /// the session, whether it is cleared, and where its context starts.
+    /// The unlogged prefix comes first, the same in every context.
     fn prompt(&self, start: usize, cleared: &[bool]) -> Prompt {
-        Prompt::new(cleared.iter().enumerate().map(|(offset, &cleared)| {
-            let index = start + offset;
-            let mut hasher = DefaultHasher::new();
-            (start, index, cleared).hash(&mut hasher);
-            let tokens = if cleared {
-                self.message_tokens[index] - self.content_tokens[index] + self.placeholder_tokens
-            } else {
-                self.message_tokens[index]
-            };
-            (hasher.finish(), tokens)
-        }))
+        let prefix = self.session.prefix_tokens;
+        let prefix = (prefix > 0).then_some((UNLOGGED_PREFIX, prefix));
+        Prompt::new(prefix.into_iter().chain(cleared.iter().enumerate().map(
+            |(offset, &cleared)| {
+                let index = start + offset;
+                let mut hasher = DefaultHasher::new();
+                (start, index, cleared).hash(&mut hasher);
+                let tokens = if cleared {
+                    self.message_tokens[index] - self.content_tokens[index]
+                        + self.placeholder_tokens
+                } else {
+                    self.message_tokens[index]
+                };
+                (hasher.finish(), tokens)
+            },
+        )))
     }
 
     /// The requests: each assistant message with a non-empty context before it,

@@ -135,6 +135,8 @@ pub struct RequestView<'a> {
     pub message_tokens: &'a [u64],
     /// The placeholder's tokens.
     pub placeholder_tokens: u64,
+    /// Tokens sent before the messages (system prompt, tools) that logs leave out.
+    pub prefix_tokens: u64,
     /// When the request is made.
     pub at: DateTime<Utc>,
 }
@@ -223,7 +225,7 @@ impl Strategy for TokenTrigger {
     }
 
     fn cleared(&mut self, request: &RequestView<'_>) -> Result<Vec<bool>, Error> {
-        let input: u64 = request.message_tokens.iter().sum();
+        let input = request.prefix_tokens + request.message_tokens.iter().sum::<u64>();
         if input < self.trigger_tokens {
             return Ok(vec![false; request.messages.len()]);
         }

@@ -78,8 +78,35 @@ pub fn recorded_cache(session: &Session) -> Option<(PriceProfile, Ttl)> {
     }
 }
 
+/// Estimates the tokens every request sends that the log leaves out (the harness's
+/// system prompt and tool definitions): the smallest difference, over the requests
+/// with recorded usage, between the recorded input and the modelled input of the
+/// logged messages. 0 without usage.
+pub fn unlogged_prefix_tokens(session: &Session) -> Result<u64, Error> {
+    let logged_only = Session {
+        prefix_tokens: 0,
+        ..session.clone()
+    };
+    let requests = replay(&logged_only, StrategyKind::None, &ReplayOptions::default())?;
+    Ok(requests
+        .iter()
+        .filter_map(|request| {
+            let usage = session.messages[request.index].usage()?;
+            Some(
+                usage
+                    .total_input_tokens()
+                    .saturating_sub(request.input_tokens),
+            )
+        })
+        .min()
+        .unwrap_or(0))
+}
+
 /// Replays `session` with no compaction under the cache its usage implies and
 /// compares each request that carries usage. `None` without recorded usage.
+///
+/// The session's [`prefix_tokens`](Session::prefix_tokens) are sent as they are;
+/// [`report_session`](crate::report_session) estimates them first.
 pub fn validate(session: &Session) -> Result<Option<Agreement>, Error> {
     let Some((profile, ttl)) = recorded_cache(session) else {
         return Ok(None);

@@ -70,5 +70,6 @@ pub fn load_session(path: &Path) -> Result<Session, Error> {
         format: "ctxmem".into(),
         messages,
         compactions: Vec::new(),
+        prefix_tokens: 0,
     })
 }

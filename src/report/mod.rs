@@ -7,7 +7,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::cost::{replay, validate, Agreement, ReplayOptions, RequestCost, Session, StrategyKind, Ttl};
+use crate::cost::{
+    replay, unlogged_prefix_tokens, validate, Agreement, ReplayOptions, RequestCost, Session,
+    StrategyKind, Ttl,
+};
 use crate::error::Error;
 
 mod load;
@@ -122,6 +125,8 @@ pub struct SessionReport {
     pub messages: usize,
     /// Its full compactions.
     pub compactions: usize,
+    /// Tokens charged per request for what the log leaves out (system prompt, tools).
+    pub unlogged_prefix_tokens: u64,
     /// Whether its messages carry times (without, the whole session is one warm stretch).
     pub timed: bool,
     /// Per strategy.
@@ -134,8 +139,15 @@ pub struct SessionReport {
 }
 
 /// Replays `session` through each of `options.strategies` and validates the model
-/// against its recorded usage.
+/// against its recorded usage. When the session's `prefix_tokens` is 0 and it has
+/// recorded usage, the unlogged prefix is estimated from it first, so that every
+/// request is charged for the system prompt and tools the log left out.
 pub fn report_session(session: &Session, options: &ReportOptions) -> Result<SessionReport, Error> {
+    let mut session = session.clone();
+    if session.prefix_tokens == 0 {
+        session.prefix_tokens = unlogged_prefix_tokens(&session)?;
+    }
+    let session = &session;
     let mut timelines = BTreeMap::new();
     for &kind in &options.strategies {
         timelines.insert(kind, replay(session, kind, &options.replay)?);
@@ -150,6 +162,7 @@ pub fn report_session(session: &Session, options: &ReportOptions) -> Result<Sess
         format: session.format.clone(),
         messages: session.messages.len(),
         compactions: session.compactions.len(),
+        unlogged_prefix_tokens: session.prefix_tokens,
         timed: session.messages.iter().any(|m| m.at().is_some()),
         strategies,
         cache_model_agreement: validate(session)?,
@@ -189,7 +202,11 @@ pub struct Report {
 
 impl Report {
     /// Sums `sessions` up under `options`.
-    pub fn new(options: &ReportOptions, sessions: Vec<SessionReport>, errors: Vec<FileError>) -> Self {
+    pub fn new(
+        options: &ReportOptions,
+        sessions: Vec<SessionReport>,
+        errors: Vec<FileError>,
+    ) -> Self {
         let mut totals = ByStrategy::new();
         let mut agreement = Agreement::default();
         for session in &sessions {

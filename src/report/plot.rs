@@ -44,7 +44,9 @@ fn series(report: &Report) -> Vec<Series> {
                 };
                 span = span.max(hours);
                 spent += request.cost_usd;
-                series.context.push((offset + hours, request.input_tokens as f64));
+                series
+                    .context
+                    .push((offset + hours, request.input_tokens as f64));
                 series.cost.push((offset + hours, spent));
             }
         }
@@ -95,9 +97,16 @@ pub fn write_svg(report: &Report, path: &Path) -> Result<(), Error> {
             .map_err(|e| draw_error(path, e))?;
         for (number, series) in all.iter().enumerate() {
             let color = Palette99::pick(number).to_rgba();
-            let points = if context { &series.context } else { &series.cost };
+            let points = if context {
+                &series.context
+            } else {
+                &series.cost
+            };
             chart
-                .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))
+                .draw_series(LineSeries::new(
+                    points.iter().copied(),
+                    color.stroke_width(2),
+                ))
                 .map_err(|e| draw_error(path, e))?
                 .label(series.kind.as_str())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
