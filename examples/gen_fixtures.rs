@@ -223,7 +223,10 @@ fn at(day: u32, hour: u32, minute: u32) -> DateTime<Utc> {
 /// A working day on one refactor: long bursts, short breaks, lunch, a late return.
 fn refactor_day() -> Session {
     let mut s = Session::new(0x5eed_0001, at(2, 9, 12));
-    s.task("Split the parser's expression handling into its own module.", 14);
+    s.task(
+        "Split the parser's expression handling into its own module.",
+        14,
+    );
     s.task("Now make the tests in tests/parse.rs compile again.", 10);
     s.idle_minutes(12, 18);
     s.task("Rename Frame::depth to Frame::nesting everywhere.", 12);
@@ -234,9 +237,15 @@ fn refactor_day() -> Session {
     s.task("After lunch: run the whole suite and fix what broke.", 12);
     s.task("Document the new module in src/parser.rs.", 6);
     s.idle_minutes(6, 9);
-    s.task("Profile eval on the big fixture and remove the clone in the hot loop.", 12);
+    s.task(
+        "Profile eval on the big fixture and remove the clone in the hot loop.",
+        12,
+    );
     s.idle_minutes(120, 150);
-    s.task("Last pass: clippy clean, then summarise the day's changes.", 8);
+    s.task(
+        "Last pass: clippy clean, then summarise the day's changes.",
+        8,
+    );
     s
 }
 
