@@ -30,8 +30,8 @@ pub mod tokens;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use cost::{
-    replay, Agreement, PriceProfile, PromptCache, ReplayOptions, RequestCost, Session,
-    StrategyKind, StrategySettings, TokenTrigger, Ttl,
+    Agreement, PriceProfile, ReplayOptions, RequestCost, StrategyKind, StrategySettings,
+    TokenTrigger, Ttl,
 };
 pub use error::{Error, Result};
 pub use event::{Event, ResetReason};

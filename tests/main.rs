@@ -2,7 +2,11 @@
 
 #[path = "it/common.rs"]
 mod common;
+#[path = "it/cost.rs"]
+mod cost;
 #[path = "it/memory.rs"]
 mod memory;
 #[path = "it/properties.rs"]
 mod properties;
+#[path = "it/report.rs"]
+mod report;
