@@ -2,6 +2,8 @@
 
 #[path = "it/common.rs"]
 mod common;
+#[path = "it/harness.rs"]
+mod harness;
 #[path = "it/memory.rs"]
 mod memory;
 #[path = "it/properties.rs"]
