@@ -21,6 +21,26 @@ pub trait Middleware: Send + Sync {
     fn before_model(&self, messages: &mut Vec<Message>, events: &mut Vec<Event>);
 }
 
+impl<M: Middleware + ?Sized> Middleware for Box<M> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn before_model(&self, messages: &mut Vec<Message>, events: &mut Vec<Event>) {
+        (**self).before_model(messages, events)
+    }
+}
+
+impl<M: Middleware + ?Sized> Middleware for std::sync::Arc<M> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn before_model(&self, messages: &mut Vec<Message>, events: &mut Vec<Event>) {
+        (**self).before_model(messages, events)
+    }
+}
+
 /// Middlewares run in the order they were pushed.
 ///
 /// ```

@@ -162,7 +162,8 @@ fn stack_runs_middlewares_in_order_and_collects_their_events() {
     let log = Arc::new(Mutex::new(Vec::new()));
     let mut stack = MiddlewareStack::new();
     assert!(stack.is_empty());
-    stack.push(Recorder("first", log.clone()));
+    let boxed: Box<dyn Middleware> = Box::new(Recorder("first", log.clone()));
+    stack.push(boxed);
     stack.push(MicrocompactMiddleware::new(1, "[cleared]").with_events(true));
     stack.push(Recorder("last", log.clone()));
     assert_eq!(
