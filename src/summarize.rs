@@ -21,8 +21,8 @@ use crate::tokens::{CharEstimator, TokenEstimator};
 /// Dyn-compatible: `Box<dyn Summarizer>` works, and no async runtime is needed to
 /// implement it.
 pub trait Summarizer: Send + Sync {
-    /// Summarizes `messages` (oldest first, old tool results already cleared) into a
-    /// text, or fails.
+    /// Summarizes `messages` (oldest first; from [`FullCompaction::compact_memory`]
+    /// with old tool results already cleared) into a text, or fails.
     fn summarize<'a>(
         &'a self,
         messages: &'a [Message],
