@@ -85,6 +85,11 @@ pub trait ContextCompaction: Send + Sync {
 /// latest `at` of the assistant messages passed in; an assistant message without a
 /// time counts from when the compactor first saw it, by its clock.
 ///
+/// The gap shows at the first request after a pause, before the model answers: right
+/// after tool execution the latest assistant message is fresh. So call `compact` before
+/// that request too (as [`ContextMemory::messages`](crate::ContextMemory::messages)
+/// advances before each request), not only after tools ran.
+///
 /// ```
 /// use chrono::{Duration, TimeZone, Utc};
 /// use ctxmem::*;
