@@ -226,15 +226,13 @@ impl FullCompaction {
             if !same_ids(&sent, &stored) {
                 return Ok(None); // changed between the two reads
             }
-            let Some(mut replacement) = self.replacement(&sent, &stored, summarizer).await? else {
+            let Some(replacement) = self.replacement(&sent, &stored, summarizer).await? else {
                 return Ok(None);
             };
-            let now = memory.history();
-            if !same_ids(&stored, &now) {
+            // Messages pushed while the summarizer ran are kept after the tail.
+            if !memory.apply_full_compaction_of(&stored, replacement)? {
                 return Ok(None);
             }
-            replacement.extend_from_slice(&now[stored.len()..]);
-            memory.apply_full_compaction(replacement)?;
             Ok(Some(CompactionOutcome {
                 kind: CompactionKind::FullCompaction,
                 messages: memory.history(),
