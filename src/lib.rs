@@ -16,19 +16,26 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+mod clearing;
 pub mod clock;
+pub mod compaction;
 pub mod cost;
 pub mod error;
 pub mod event;
 pub mod memory;
 pub mod message;
 pub mod micro;
+pub mod middleware;
 pub mod report;
 pub mod session;
 pub mod store;
+pub mod summarize;
 pub mod tokens;
 
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use compaction::{
+    BoxFuture, CompactionKind, CompactionOutcome, ContextCompaction, MicroCompactor,
+};
 pub use cost::{
     Agreement, PriceProfile, ReplayOptions, RequestCost, StrategyKind, StrategySettings,
     TokenTrigger, Ttl,
@@ -38,9 +45,13 @@ pub use event::{Event, ResetReason};
 pub use memory::{ContextMemory, ContextMemoryBuilder};
 pub use message::{ContentBlock, Message, MessageId, Role, ToolCall, Usage};
 pub use micro::{candidate_index, Keep, MicroCompactionConfig, TokenBudget, DEFAULT_PLACEHOLDER};
+pub use middleware::{Batch, MicrocompactMiddleware, Middleware, MiddlewareStack};
 pub use report::{report_session, FileError, Report, ReportOptions, SessionReport, StrategyTotals};
 pub use session::SessionId;
 pub use store::{OpenedSession, Record, SessionLog, Store};
+pub use summarize::{
+    CompactionTrigger, FullCompaction, Summarizer, SummarizingCompactor, DEFAULT_SUMMARY_PREFIX,
+};
 pub use tokens::{CharEstimator, TokenEstimator};
 
 #[cfg(test)]
@@ -52,5 +63,11 @@ mod assert_traits {
         send_sync::<ContextMemory>();
         send_sync::<Error>();
         send_sync::<Message>();
+        send_sync::<MicroCompactor>();
+        send_sync::<SummarizingCompactor>();
+        send_sync::<MiddlewareStack>();
     }
+
+    // The harness traits are dyn-compatible.
+    fn _boxed(_: Box<dyn ContextCompaction>, _: Box<dyn Summarizer>, _: Box<dyn Middleware>) {}
 }

@@ -306,6 +306,34 @@ impl ContextMemory {
     /// with fresh ids, and resets the cutoff. The last assistant time keeps its value.
     /// Emits [`Event::CutoffReset`] with [`ResetReason::FullCompaction`].
     pub fn apply_full_compaction(&self, replacement: Vec<Message>) -> Result<(), Error> {
+        self.install_compaction(replacement, |_| Some(Vec::new()))
+            .map(|_| ())
+    }
+
+    /// Like [`apply_full_compaction`](Self::apply_full_compaction), for a summary made
+    /// while the memory stayed live: `replacement` stands in for `replaced`, which must
+    /// still be the first stored messages (same ids), and messages stored after them
+    /// are kept after it, all in one step. Returns `false`, changing nothing, when the
+    /// history no longer starts with `replaced` (it was cleared or compacted meanwhile).
+    pub fn apply_full_compaction_of(
+        &self,
+        replaced: &[Message],
+        replacement: Vec<Message>,
+    ) -> Result<bool, Error> {
+        self.install_compaction(replacement, |history| {
+            let unchanged = history.len() >= replaced.len()
+                && replaced.iter().zip(history).all(|(a, b)| a.id() == b.id());
+            unchanged.then(|| history[replaced.len()..].to_vec())
+        })
+    }
+
+    /// Installs `replacement` followed by what `newer` returns for the current history,
+    /// unless it returns `None`. Returns whether it installed.
+    fn install_compaction(
+        &self,
+        replacement: Vec<Message>,
+        newer: impl FnOnce(&[Message]) -> Option<Vec<Message>>,
+    ) -> Result<bool, Error> {
         for message in &replacement {
             message.validate()?;
         }
@@ -313,8 +341,12 @@ impl ContextMemory {
         {
             let mut state = self.state.lock();
             state.check_writable()?;
+            let Some(newer) = newer(&state.history) else {
+                return Ok(false);
+            };
             let messages = replacement
                 .into_iter()
+                .chain(newer)
                 .zip(state.next_id..)
                 .map(|(message, id)| {
                     let at = message.at().unwrap_or(now);
@@ -328,7 +360,7 @@ impl ContextMemory {
         self.emit(&Event::CutoffReset {
             reason: ResetReason::FullCompaction,
         });
-        Ok(())
+        Ok(true)
     }
 
     /// The stored, uncleared result of the tool call `tool_call_id` (the latest, if an

@@ -4,6 +4,8 @@
 mod common;
 #[path = "it/cost.rs"]
 mod cost;
+#[path = "it/harness.rs"]
+mod harness;
 #[path = "it/memory.rs"]
 mod memory;
 #[path = "it/properties.rs"]

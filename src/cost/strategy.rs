@@ -12,6 +12,7 @@ use crate::error::Error;
 use crate::memory::ContextMemory;
 use crate::message::Message;
 use crate::micro::{self, MicroCompactionConfig, TokenBudget};
+use crate::middleware::{MicrocompactMiddleware, Middleware};
 
 /// The strategies, by the names reports use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -21,7 +22,8 @@ pub enum StrategyKind {
     None,
     /// `ctxmem`: [`ContextMemory`] with its defaults, the idle threshold set to the TTL.
     Ctxmem,
-    /// `keep-last-n`: every request clears all tool results but the last N (stateless).
+    /// `keep-last-n`: every request clears all tool results but the last N, with the
+    /// stateless [`MicrocompactMiddleware`] default.
     KeepLastN,
     /// `token-trigger`: Anthropic `clear_tool_uses` (trigger, keep, clear_at_least).
     TokenTrigger,
@@ -172,8 +174,17 @@ pub fn build_strategy(
                 ..micro
             },
         )?),
-        StrategyKind::KeepLastN => Box::new(KeepLastN(settings.keep_last_n)),
-        StrategyKind::TokenTrigger => Box::new(settings.token_trigger),
+        StrategyKind::KeepLastN => Box::new(KeepLastN(MicrocompactMiddleware::new(
+            settings.keep_last_n,
+            settings.micro.placeholder.clone(),
+        ))),
+        StrategyKind::TokenTrigger => Box::new(Triggered {
+            trigger: settings.token_trigger,
+            middleware: MicrocompactMiddleware::new(
+                settings.token_trigger.keep_tool_uses,
+                settings.micro.placeholder.clone(),
+            ),
+        }),
     })
 }
 
@@ -190,24 +201,27 @@ impl Strategy for Raw {
     }
 }
 
-/// All tool results but the last `keep`, except those already a placeholder.
-fn all_but_last_results(messages: &[Message], keep: usize) -> Vec<bool> {
-    let results = messages.iter().filter(|m| m.is_tool_result()).count();
-    let mut to_clear = results.saturating_sub(keep);
-    messages
-        .iter()
-        .map(|message| {
-            if !message.is_tool_result() || to_clear == 0 {
-                return false;
-            }
-            to_clear -= 1;
-            !micro::is_placeholder(message, crate::DEFAULT_PLACEHOLDER)
+/// For each recorded message, whether `sent` has it cleared (and it was not a
+/// placeholder already).
+fn cleared_flags(sent: &[Message], recorded: &[Message], placeholder: &str) -> Vec<bool> {
+    sent.iter()
+        .zip(recorded)
+        .map(|(sent, recorded)| {
+            micro::is_placeholder(sent, placeholder)
+                && !micro::is_placeholder(recorded, placeholder)
         })
         .collect()
 }
 
-/// `keep-last-n`: the stateless middleware default.
-struct KeepLastN(usize);
+/// What the stateless [`MicrocompactMiddleware`] sends for `messages`.
+fn middleware_pass(middleware: &MicrocompactMiddleware, messages: &[Message]) -> Vec<bool> {
+    let mut sent = messages.to_vec();
+    middleware.before_model(&mut sent, &mut Vec::new());
+    cleared_flags(&sent, messages, middleware.placeholder())
+}
+
+/// `keep-last-n`: the stateless [`MicrocompactMiddleware`] default.
+struct KeepLastN(MicrocompactMiddleware);
 
 impl Strategy for KeepLastN {
     fn kind(&self) -> StrategyKind {
@@ -215,31 +229,40 @@ impl Strategy for KeepLastN {
     }
 
     fn cleared(&mut self, request: &RequestView<'_>) -> Result<Vec<bool>, Error> {
-        Ok(all_but_last_results(request.messages, self.0))
+        Ok(middleware_pass(&self.0, request.messages))
     }
 }
 
-impl Strategy for TokenTrigger {
+/// `token-trigger`: the edit, as the server applies it to each request.
+struct Triggered {
+    trigger: TokenTrigger,
+    /// Clears all tool results but the kept ones.
+    middleware: MicrocompactMiddleware,
+}
+
+impl Strategy for Triggered {
     fn kind(&self) -> StrategyKind {
         StrategyKind::TokenTrigger
     }
 
     fn cleared(&mut self, request: &RequestView<'_>) -> Result<Vec<bool>, Error> {
+        let untouched = vec![false; request.messages.len()];
         let input = request.prefix_tokens + request.message_tokens.iter().sum::<u64>();
-        if input < self.trigger_tokens {
-            return Ok(vec![false; request.messages.len()]);
+        if input < self.trigger.trigger_tokens {
+            return Ok(untouched);
         }
-        let cleared = all_but_last_results(request.messages, self.keep_tool_uses);
+        let cleared = middleware_pass(&self.middleware, request.messages);
         let saved: u64 = cleared
             .iter()
             .zip(request.content_tokens)
             .filter(|(cleared, _)| **cleared)
             .map(|(_, tokens)| tokens.saturating_sub(request.placeholder_tokens))
             .sum();
-        if saved < self.clear_at_least {
-            return Ok(vec![false; request.messages.len()]);
-        }
-        Ok(cleared)
+        Ok(if saved < self.trigger.clear_at_least {
+            untouched
+        } else {
+            cleared
+        })
     }
 }
 
@@ -296,15 +319,7 @@ impl Strategy for MemoryStrategy {
         }
         self.pushed = request.messages.len();
         self.clock.set(request.at);
-        Ok(self
-            .memory
-            .messages()
-            .iter()
-            .zip(request.messages)
-            .map(|(sent, recorded)| {
-                micro::is_placeholder(sent, &self.placeholder)
-                    && !micro::is_placeholder(recorded, &self.placeholder)
-            })
-            .collect())
+        let sent = self.memory.messages();
+        Ok(cleared_flags(&sent, request.messages, &self.placeholder))
     }
 }
