@@ -185,7 +185,9 @@ pub fn replay(
 ) -> Result<Vec<RequestCost>, Error> {
     let settings = &options.settings;
     let prepared = Prepared::new(session, &settings.micro.placeholder);
-    let budget = options.profile.budget(options.ttl, settings.budget_tokens);
+    // The budget counts the history; the unlogged prefix comes on top of it.
+    let history_budget = settings.budget_tokens.saturating_sub(session.prefix_tokens);
+    let budget = options.profile.budget(options.ttl, history_budget);
     let mut strategy = build_strategy(kind, settings, options.ttl.duration(), budget)?;
     let mut cache = PromptCache::new(options.ttl.duration(), options.profile.min_cacheable_tokens);
     let mut previous: Option<(usize, Prompt)> = None;

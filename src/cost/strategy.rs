@@ -105,8 +105,9 @@ pub struct StrategySettings {
     /// `ctxmem` and `ctxmem-budget`: the base configuration. Its idle threshold is
     /// replaced by the cache TTL in force.
     pub micro: MicroCompactionConfig,
-    /// `ctxmem-budget`: the budget, with the profile's cache ratios filled in by the
-    /// replay. Default: `max_tokens` equal to the token trigger.
+    /// `ctxmem-budget`: the input tokens (unlogged prefix included) above which the
+    /// [`TokenBudget`] may fire; the replay fills in the profile's cache ratios.
+    /// Default: the token trigger's threshold, 100,000.
     pub budget_tokens: u64,
 }
 

@@ -3,8 +3,8 @@
 
 use chrono::{DateTime, Duration};
 use ctxmem::cost::{
-    replay, unlogged_prefix_tokens, validate, Prompt, PromptCache, ReplayOptions, Session,
-    StrategyKind, StrategySettings, TokenTrigger, Ttl,
+    replay, unlogged_prefix_tokens, validate, PriceProfile, Prompt, PromptCache, ReplayOptions,
+    Session, StrategyKind, StrategySettings, TokenTrigger, Ttl,
 };
 use ctxmem::*;
 use proptest::prelude::*;
@@ -387,4 +387,32 @@ proptest! {
         let options = ReplayOptions { ttl, ..ReplayOptions::default() };
         prop_assert_eq!(breaks(&session, StrategyKind::Ctxmem, &options), 0);
     }
+}
+
+#[test]
+fn a_price_profile_loads_from_json_and_bad_files_name_their_line() {
+    let folder = tempfile::tempdir().unwrap();
+    let path = folder.path().join("prices.json");
+    let mut profile = PriceProfile::anthropic();
+    profile.model = "claude-opus-4-5".into();
+    profile.input = 5.0;
+    std::fs::write(&path, serde_json::to_string_pretty(&profile).unwrap()).unwrap();
+    assert_eq!(PriceProfile::from_json_file(&path).unwrap(), profile);
+    std::fs::write(&path, "{\n  \"provider\": 3\n}").unwrap();
+    let error = PriceProfile::from_json_file(&path).unwrap_err();
+    assert!(matches!(error, Error::Corrupt { line: 2, .. }), "{error}");
+    assert!(PriceProfile::builtin("mistral").is_err());
+}
+
+#[test]
+fn ttls_and_strategies_parse_from_their_report_names() {
+    for ttl in [Ttl::FiveMinutes, Ttl::OneHour, Ttl::OneDay] {
+        assert_eq!(ttl.as_str().parse::<Ttl>().unwrap(), ttl);
+    }
+    assert!("7m".parse::<Ttl>().is_err());
+    for kind in StrategyKind::ALL {
+        assert_eq!(kind.as_str().parse::<StrategyKind>().unwrap(), kind);
+        assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+    }
+    assert!("keep-last".parse::<StrategyKind>().is_err());
 }

@@ -153,6 +153,7 @@ fn a_missing_path_is_an_error_and_a_bad_file_is_listed() {
 }
 
 /// Whether `svg` is well-formed XML as far as tags go: every element closed in order.
+#[cfg(feature = "plot")]
 pub fn assert_well_formed_svg(svg: &str) {
     assert!(svg.trim_start().starts_with("<svg"), "not an SVG");
     let mut open = Vec::new();
