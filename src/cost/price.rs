@@ -73,7 +73,7 @@ impl FromStr for Ttl {
 /// ```
 /// use ctxmem::*;
 /// let anthropic = PriceProfile::anthropic();
-/// assert_eq!(anthropic.cache_read, anthropic.input * 0.1);
+/// assert!((anthropic.cache_read - anthropic.input * 0.1).abs() < 1e-9);
 /// assert_eq!(anthropic.write_price(Ttl::OneHour), anthropic.input * 2.0);
 /// assert_eq!(PriceProfile::openai().write_price(Ttl::FiveMinutes), PriceProfile::openai().input);
 /// ```
