@@ -33,7 +33,7 @@ pub use memory::{ContextMemory, ContextMemoryBuilder};
 pub use message::{ContentBlock, Message, MessageId, Role, ToolCall, Usage};
 pub use micro::{candidate_index, Keep, MicroCompactionConfig, DEFAULT_PLACEHOLDER};
 pub use session::SessionId;
-pub use store::{OpenedSession, Record, SessionLog, Store};
+pub use store::{live_records, Durability, FileStore, OpenedSession, Record, SessionLog, Store};
 pub use tokens::{CharEstimator, TokenEstimator};
 
 #[cfg(test)]

@@ -1,12 +1,22 @@
 //! Durable backends. A [`Store`] hands out one exclusive [`SessionLog`] per session;
 //! a memory rebuilds its state by replaying the log's [`Record`]s.
+//!
+//! [`FileStore`] is the embedded backend: a directory of append-only JSONL logs.
+
+#[cfg(test)]
+mod faults;
+pub mod file;
+mod jsonl;
+mod log_file;
+
+pub use file::{Durability, FileStore};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
 use crate::event::Event;
-use crate::message::{Message, MessageId};
+use crate::message::{Message, MessageId, Role};
 use crate::session::SessionId;
 
 /// One state change of a session, as logged. Replaying a session's records in order
@@ -65,4 +75,93 @@ pub trait Store: Send + Sync {
     /// Opens `session` for exclusive writing, creating it when missing, and reads its
     /// records.
     fn open(&self, session: &SessionId) -> Result<OpenedSession, Error>;
+
+    /// The stored sessions, sorted.
+    fn sessions(&self) -> Result<Vec<SessionId>, Error>;
+
+    /// Removes `session` and its log. Removing a missing session is not an error;
+    /// removing one that is open fails with [`Error::Locked`].
+    fn delete(&self, session: &SessionId) -> Result<(), Error>;
+
+    /// Rewrites the log of `session` down to its live state (see [`live_records`]),
+    /// dropping what `clear` and full compactions left behind. Fails with
+    /// [`Error::Locked`] while the session is open.
+    fn vacuum(&self, session: &SessionId) -> Result<(), Error>;
+}
+
+/// The shortest record sequence that replays to the same state as `records`: the live
+/// messages, then the cutoff (if any), then a [`Record::Snapshot`] of the id counter
+/// and the last assistant time. The snapshot comes last because replay refuses
+/// message ids below a snapshot's `next_id`.
+pub fn live_records(records: impl IntoIterator<Item = Record>) -> Vec<Record> {
+    let mut live = Live::default();
+    for record in records {
+        live.apply(record);
+    }
+    live.into_records()
+}
+
+/// The state a log replays to, without the projection: what `vacuum` keeps.
+#[derive(Default)]
+struct Live {
+    messages: Vec<Message>,
+    cutoff: Option<MessageId>,
+    /// The largest id seen plus one (0 when none was: replay starts ids at 1 anyway).
+    next_id: u64,
+    last_assistant_at: Option<DateTime<Utc>>,
+}
+
+impl Live {
+    fn apply(&mut self, record: Record) {
+        match record {
+            Record::Message { message } => self.push(message),
+            Record::Cutoff { cutoff } => {
+                if self.cutoff < Some(cutoff) {
+                    self.cutoff = Some(cutoff);
+                    self.next_id = self.next_id.max(cutoff.get());
+                }
+            }
+            Record::Clear => {
+                self.messages.clear();
+                self.cutoff = None;
+                self.last_assistant_at = None;
+            }
+            Record::FullCompaction { messages } => {
+                self.messages.clear();
+                self.cutoff = None;
+                messages.into_iter().for_each(|message| self.push(message));
+            }
+            Record::Snapshot {
+                next_id,
+                last_assistant_at,
+            } => {
+                self.next_id = self.next_id.max(next_id);
+                self.last_assistant_at = self.last_assistant_at.max(last_assistant_at);
+            }
+        }
+    }
+
+    fn push(&mut self, message: Message) {
+        if let Some(id) = message.id() {
+            self.next_id = self.next_id.max(id.get() + 1);
+        }
+        if message.role() == Role::Assistant {
+            self.last_assistant_at = self.last_assistant_at.max(message.at());
+        }
+        self.messages.push(message);
+    }
+
+    fn into_records(self) -> Vec<Record> {
+        let mut records: Vec<Record> = self
+            .messages
+            .into_iter()
+            .map(|message| Record::Message { message })
+            .collect();
+        records.extend(self.cutoff.map(|cutoff| Record::Cutoff { cutoff }));
+        records.push(Record::Snapshot {
+            next_id: self.next_id,
+            last_assistant_at: self.last_assistant_at,
+        });
+        records
+    }
 }

@@ -1,0 +1,1 @@
+//! Simulated I/O faults.
