@@ -6,3 +6,5 @@ mod common;
 mod memory;
 #[path = "it/properties.rs"]
 mod properties;
+#[path = "it/store.rs"]
+mod store;

@@ -6,6 +6,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::error::Error;
 use crate::event::Event;
@@ -35,7 +36,7 @@ pub enum Durability {
 /// `{"v":1,"kind":"message","message":{"id":1,"role":"user",...}}`, so a log can be
 /// read with `grep` or `jq`. While a memory has a session open, it holds an exclusive
 /// lock on its file: a second open, in this process or another, fails with
-/// [`Error::Locked`]. Files are created `0600` and the directory `0700`, and the store
+/// [`Error::Locked`] (after retrying for 100 ms). Files are created `0600` and the directory `0700`, and the store
 /// never follows a symbolic link inside its directory.
 ///
 /// Cloning is cheap: one store serves many sessions.
@@ -158,14 +159,10 @@ impl FileStore {
                 Err(error) if !create && error.kind() == ErrorKind::NotFound => return Ok(None),
                 Err(error) => return Err(io_error(error)),
             };
-            match file.try_lock() {
-                Ok(()) => {}
-                Err(fs::TryLockError::WouldBlock) => {
-                    return Err(Error::Locked {
-                        session: session.to_string(),
-                    })
-                }
-                Err(fs::TryLockError::Error(error)) => return Err(io_error(error)),
+            if !try_lock(&file).map_err(io_error)? {
+                return Err(Error::Locked {
+                    session: session.to_string(),
+                });
             }
             let locked = file.metadata().map_err(io_error)?;
             if !locked.is_file() {
@@ -227,6 +224,27 @@ impl Store for FileStore {
 
     fn vacuum(&self, session: &SessionId) -> Result<(), Error> {
         FileStore::vacuum(self, session)
+    }
+}
+
+/// How long a lock held by someone else is retried before [`Error::Locked`].
+///
+/// A child process that this process forks holds copies of its open files, and so
+/// their locks, until it execs: a session closed and reopened while another thread
+/// spawns a process can look locked for that instant.
+const LOCK_PATIENCE: Duration = Duration::from_millis(100);
+
+/// Takes the exclusive lock on `file`; `false` if another holder keeps it for
+/// [`LOCK_PATIENCE`].
+fn try_lock(file: &File) -> io::Result<bool> {
+    let deadline = Instant::now() + LOCK_PATIENCE;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(true),
+            Err(fs::TryLockError::Error(error)) => return Err(error),
+            Err(fs::TryLockError::WouldBlock) if Instant::now() >= deadline => return Ok(false),
+            Err(fs::TryLockError::WouldBlock) => std::thread::sleep(Duration::from_millis(2)),
+        }
     }
 }
 
