@@ -18,12 +18,14 @@ fn session(name: &str) -> SessionId {
     SessionId::new(name).unwrap()
 }
 
+type Events = Arc<Mutex<Vec<Event>>>;
+
 /// A memory on `store`'s `session`, keeping 2 messages, with its events.
 fn reopen(
     store: &FileStore,
     session: &SessionId,
     clock: &ManualClock,
-) -> Result<(ContextMemory, Arc<Mutex<Vec<Event>>>), Error> {
+) -> Result<(ContextMemory, Events), Error> {
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = events.clone();
     let memory = ContextMemory::builder()
