@@ -137,7 +137,7 @@ impl FileStore {
         };
         let bytes = read_all(&mut lock, &path)?;
         let mut rewritten = Vec::with_capacity(bytes.len());
-        for record in live_records(jsonl::scan(&path, &bytes)?.records) {
+        for record in live_records(jsonl::scan(&path, &bytes)?.records)? {
             jsonl::encode(&record, &mut rewritten)?;
         }
         let temp = self.dir.join(format!("{session}.{EXTENSION}.tmp"));

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
 use crate::event::Event;
-use crate::message::{Message, MessageId, Role};
+use crate::message::{Message, MessageId};
 use crate::session::SessionId;
 
 /// One state change of a session, as logged. Replaying a session's records in order
@@ -92,76 +92,8 @@ pub trait Store: Send + Sync {
 /// The shortest record sequence that replays to the same state as `records`: the live
 /// messages, then the cutoff (if any), then a [`Record::Snapshot`] of the id counter
 /// and the last assistant time. The snapshot comes last because replay refuses
-/// message ids below a snapshot's `next_id`.
-pub fn live_records(records: impl IntoIterator<Item = Record>) -> Vec<Record> {
-    let mut live = Live::default();
-    for record in records {
-        live.apply(record);
-    }
-    live.into_records()
-}
-
-/// The state a log replays to, without the projection: what `vacuum` keeps.
-#[derive(Default)]
-struct Live {
-    messages: Vec<Message>,
-    cutoff: Option<MessageId>,
-    /// The largest id seen plus one (0 when none was: replay starts ids at 1 anyway).
-    next_id: u64,
-    last_assistant_at: Option<DateTime<Utc>>,
-}
-
-impl Live {
-    fn apply(&mut self, record: Record) {
-        match record {
-            Record::Message { message } => self.push(message),
-            Record::Cutoff { cutoff } => {
-                if self.cutoff < Some(cutoff) {
-                    self.cutoff = Some(cutoff);
-                    self.next_id = self.next_id.max(cutoff.get());
-                }
-            }
-            Record::Clear => {
-                self.messages.clear();
-                self.cutoff = None;
-                self.last_assistant_at = None;
-            }
-            Record::FullCompaction { messages } => {
-                self.messages.clear();
-                self.cutoff = None;
-                messages.into_iter().for_each(|message| self.push(message));
-            }
-            Record::Snapshot {
-                next_id,
-                last_assistant_at,
-            } => {
-                self.next_id = self.next_id.max(next_id);
-                self.last_assistant_at = self.last_assistant_at.max(last_assistant_at);
-            }
-        }
-    }
-
-    fn push(&mut self, message: Message) {
-        if let Some(id) = message.id() {
-            self.next_id = self.next_id.max(id.get() + 1);
-        }
-        if message.role() == Role::Assistant {
-            self.last_assistant_at = self.last_assistant_at.max(message.at());
-        }
-        self.messages.push(message);
-    }
-
-    fn into_records(self) -> Vec<Record> {
-        let mut records: Vec<Record> = self
-            .messages
-            .into_iter()
-            .map(|message| Record::Message { message })
-            .collect();
-        records.extend(self.cutoff.map(|cutoff| Record::Cutoff { cutoff }));
-        records.push(Record::Snapshot {
-            next_id: self.next_id,
-            last_assistant_at: self.last_assistant_at,
-        });
-        records
-    }
+/// message ids below a snapshot's `next_id`. Fails, as a replay would, on records
+/// out of id order.
+pub fn live_records(records: impl IntoIterator<Item = Record>) -> Result<Vec<Record>, Error> {
+    crate::memory::replay_live(records)
 }
