@@ -9,7 +9,8 @@
 //! provider's prompt cache has expired anyway, and is persisted; so every request in
 //! a warm stretch re-sends the same bytes and keeps its cache hits.
 //!
-//! Start with [`ContextMemory`].
+//! Start with [`ContextMemory`]; give it a [`FileStore`] and a [`SessionId`] to keep
+//! the conversation across restarts and crashes.
 #![warn(missing_docs)]
 
 #[cfg(doctest)]
