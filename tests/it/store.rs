@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 use ctxmem::*;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use proptest::prelude::*;
 
 use crate::common::*;
@@ -42,10 +42,37 @@ fn open(store: &FileStore, session: &SessionId, clock: &ManualClock) -> ContextM
     reopen(store, session, clock).unwrap().0
 }
 
-fn temp_store() -> (tempfile::TempDir, FileStore) {
+/// A spawned child holds copies of this process's open files, and so their session
+/// locks, until it execs. Tests that spawn hold this exclusively, so that no other
+/// test has a session open at that instant (and none sees a stray `Locked`).
+static SPAWNING: RwLock<()> = RwLock::new(());
+
+/// A temporary directory, and this test's share of [`SPAWNING`].
+struct TestDir {
+    dir: tempfile::TempDir,
+    _guard: Box<dyn std::any::Any>,
+}
+
+impl TestDir {
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+fn store_in(guard: Box<dyn std::any::Any>) -> (TestDir, FileStore) {
     let dir = tempfile::tempdir().unwrap();
     let store = FileStore::open(dir.path().join("sessions")).unwrap();
-    (dir, store)
+    (TestDir { dir, _guard: guard }, store)
+}
+
+/// A store in a fresh directory (`<tmp>/sessions`).
+fn temp_store() -> (TestDir, FileStore) {
+    store_in(Box::new(SPAWNING.read()))
+}
+
+/// [`temp_store`] for a test that spawns child processes.
+fn spawning_store() -> (TestDir, FileStore) {
+    store_in(Box::new(SPAWNING.write()))
 }
 
 /// The log's lines as JSON values.
@@ -365,7 +392,7 @@ fn a_second_open_of_a_session_is_locked() {
 
 #[test]
 fn another_process_gets_the_lock_error() {
-    let (_dir, store) = temp_store();
+    let (_dir, store) = spawning_store();
     let id = session("shared");
     let memory = open(&store, &id, &ManualClock::new(t0()));
     let output = child(Task::LockProbe, store.dir())
@@ -687,7 +714,7 @@ fn acknowledged_messages_survive_sigkill() {
     let iterations: usize = std::env::var("CTXMEM_CRASH_ITERATIONS")
         .map(|n| n.parse().expect("CTXMEM_CRASH_ITERATIONS is a number"))
         .unwrap_or(100);
-    let (_dir, store) = temp_store();
+    let (_dir, store) = spawning_store();
     let id = session("crash");
     let clock = ManualClock::new(t0());
     let mut random = XorShift(0x5eed_1234_abcd_0001);
