@@ -8,3 +8,5 @@ mod harness;
 mod memory;
 #[path = "it/properties.rs"]
 mod properties;
+#[path = "it/store.rs"]
+mod store;
