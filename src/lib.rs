@@ -9,7 +9,8 @@
 //! provider's prompt cache has expired anyway, and is persisted; so every request in
 //! a warm stretch re-sends the same bytes and keeps its cache hits.
 //!
-//! Start with [`ContextMemory`].
+//! Start with [`ContextMemory`]; give it a [`FileStore`] and a [`SessionId`] to keep
+//! the conversation across restarts and crashes.
 #![warn(missing_docs)]
 
 #[cfg(doctest)]
@@ -48,7 +49,7 @@ pub use micro::{candidate_index, Keep, MicroCompactionConfig, TokenBudget, DEFAU
 pub use middleware::{Batch, MicrocompactMiddleware, Middleware, MiddlewareStack};
 pub use report::{report_session, FileError, Report, ReportOptions, SessionReport, StrategyTotals};
 pub use session::SessionId;
-pub use store::{OpenedSession, Record, SessionLog, Store};
+pub use store::{live_records, Durability, FileStore, OpenedSession, Record, SessionLog, Store};
 pub use summarize::{
     CompactionTrigger, FullCompaction, Summarizer, SummarizingCompactor, DEFAULT_SUMMARY_PREFIX,
 };

@@ -470,6 +470,22 @@ impl State {
         Ok(())
     }
 
+    /// The records that rebuild this state and nothing more (see
+    /// [`live_records`](crate::live_records)).
+    fn into_live_records(self) -> Vec<Record> {
+        let mut records: Vec<Record> = self
+            .history
+            .into_iter()
+            .map(|message| Record::Message { message })
+            .collect();
+        records.extend(self.cutoff.map(|cutoff| Record::Cutoff { cutoff }));
+        records.push(Record::Snapshot {
+            next_id: self.next_id,
+            last_assistant_at: self.last_assistant_at,
+        });
+        records
+    }
+
     /// Drops the history and the cutoff; keeps the id counter and the last assistant time.
     fn reset(&mut self) {
         self.history.clear();
@@ -616,6 +632,18 @@ impl State {
             message.clone()
         }
     }
+}
+
+/// Replays `records` and returns the records of the resulting live state: the
+/// implementation of [`live_records`](crate::live_records), replaying exactly as a
+/// memory does.
+pub(crate) fn replay_live(records: impl IntoIterator<Item = Record>) -> Result<Vec<Record>, Error> {
+    let rules = Rules::new(MicroCompactionConfig::default(), Box::new(CharEstimator));
+    let mut state = State::new(rules);
+    for record in records {
+        state.apply(record)?;
+    }
+    Ok(state.into_live_records())
 }
 
 /// Builds a [`ContextMemory`]: see [`ContextMemory::builder`].

@@ -12,3 +12,5 @@ mod memory;
 mod properties;
 #[path = "it/report.rs"]
 mod report;
+#[path = "it/store.rs"]
+mod store;
