@@ -19,6 +19,7 @@ struct ReadmeDoctests;
 pub mod clock;
 pub mod error;
 pub mod event;
+pub mod import;
 pub mod memory;
 pub mod message;
 pub mod micro;
@@ -29,6 +30,10 @@ pub mod tokens;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, Result};
 pub use event::{Event, ResetReason};
+pub use import::{
+    detect, import_file, import_str, replay, to_anthropic, to_openai, Advance, Format,
+    ImportOptions, ImportReport, Replay, Transcript,
+};
 pub use memory::{ContextMemory, ContextMemoryBuilder};
 pub use message::{ContentBlock, Message, MessageId, Role, ToolCall, Usage};
 pub use micro::{candidate_index, Keep, MicroCompactionConfig, DEFAULT_PLACEHOLDER};

@@ -1,0 +1,45 @@
+//! `ctxmem`: import real agent sessions, inspect them, and print what micro compaction
+//! would send. A thin layer over the library; one module per subcommand.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod import;
+mod inspect;
+mod output;
+mod project;
+
+/// Time-aware context memory for LLM agents: import, inspect and project real sessions.
+#[derive(Parser, Debug)]
+#[command(name = "ctxmem", version, about)]
+struct Cli {
+    /// Machine-readable JSON output.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    Import(import::ImportArgs),
+    Inspect(inspect::InspectArgs),
+    Project(project::ProjectArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Import(args) => import::run(args, cli.json),
+        Command::Inspect(args) => inspect::run(args, cli.json),
+        Command::Project(args) => project::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("ctxmem: error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! What the subcommands share: reading log files (with a progress bar on a terminal),
+//! the `--format` choice, and printing JSON or a table.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use anyhow::Context;
+use ctxmem::{import_file, Format, ImportOptions, Transcript};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+/// Files larger than this together get a progress bar (on a terminal).
+const PROGRESS_FROM_BYTES: u64 = 4 << 20;
+
+/// `--format` for input: `auto` or a format name.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct InputFormat(pub Option<Format>);
+
+impl FromStr for InputFormat {
+    type Err = ctxmem::Error;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        match name {
+            "auto" => Ok(InputFormat(None)),
+            name => name.parse().map(|format| InputFormat(Some(format))),
+        }
+    }
+}
+
+/// Imports every file, in order; a progress bar shows when the files are large and
+/// stderr is a terminal.
+pub fn import_all(
+    files: &[PathBuf],
+    format: InputFormat,
+    lenient: bool,
+) -> anyhow::Result<Vec<Transcript>> {
+    let options = ImportOptions {
+        format: format.0,
+        lenient,
+    };
+    let sizes: Vec<u64> = files
+        .iter()
+        .map(|file| std::fs::metadata(file).map(|m| m.len()).unwrap_or(0))
+        .collect();
+    let total: u64 = sizes.iter().sum();
+    let progress = if std::io::stderr().is_terminal() && total >= PROGRESS_FROM_BYTES {
+        let bar = ProgressBar::new(total);
+        bar.set_style(
+            ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {wide_msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        Some(bar)
+    } else {
+        None
+    };
+    let mut transcripts = Vec::with_capacity(files.len());
+    for (file, size) in files.iter().zip(sizes) {
+        if let Some(bar) = &progress {
+            bar.set_message(file.display().to_string());
+        }
+        transcripts.push(import_file(file, &options)?);
+        if let Some(bar) = &progress {
+            bar.inc(size);
+        }
+    }
+    if let Some(bar) = progress {
+        bar.finish_and_clear();
+    }
+    Ok(transcripts)
+}
+
+/// Prints one value as pretty JSON, or several as a JSON array.
+pub fn print_json<T: Serialize>(items: &[T]) -> anyhow::Result<()> {
+    let text = match items {
+        [one] => serde_json::to_string_pretty(one),
+        many => serde_json::to_string_pretty(many),
+    }
+    .context("serialising the output")?;
+    println!("{text}");
+    Ok(())
+}
+
+/// Prints rows as a table with left-aligned, padded columns.
+pub fn print_table(headers: &[&str], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        println!("{}", padded.join("  ").trim_end());
+    };
+    line(headers.to_vec());
+    for row in rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+}

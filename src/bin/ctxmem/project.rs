@@ -1,0 +1,59 @@
+//! `ctxmem project`: the history micro compaction would send, as request JSON.
+
+use std::path::PathBuf;
+
+use chrono::{DateTime, Utc};
+use clap::{Args, ValueEnum};
+use ctxmem::{replay, to_anthropic, to_openai, MicroCompactionConfig};
+
+use crate::output::{self, InputFormat};
+
+/// Print the projected history as JSON, ready to send.
+#[derive(Args, Debug)]
+pub struct ProjectArgs {
+    /// The log file.
+    file: PathBuf,
+    /// When the request is made (RFC 3339); default the current time.
+    #[arg(long, value_name = "RFC3339")]
+    at: Option<DateTime<Utc>>,
+    /// The output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Ctxmem)]
+    format: OutputFormat,
+    /// The file's format.
+    #[arg(
+        long,
+        default_value = "auto",
+        value_name = "auto|claude-code|codex|gemini|openhands|swe-agent|openai|anthropic"
+    )]
+    input_format: InputFormat,
+    /// Skip malformed lines (and count them) instead of failing.
+    #[arg(long)]
+    lenient: bool,
+}
+
+/// How the projected history is printed.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum OutputFormat {
+    /// OpenAI Chat Completions `{"messages": [...]}`.
+    Openai,
+    /// Anthropic Messages `{"system": ..., "messages": [...]}`.
+    Anthropic,
+    /// ctxmem's own message JSON, an array.
+    Ctxmem,
+}
+
+/// Replays the file with default settings on a manual clock (full compactions
+/// replace the history with their summary), makes one request at `--at`, and prints
+/// what it sends. The output is JSON with or without `--json`.
+pub fn run(args: ProjectArgs) -> anyhow::Result<()> {
+    let transcript = output::import_all(&[args.file], args.input_format, args.lenient)?.remove(0);
+    let at = args.at.unwrap_or_else(Utc::now);
+    let replayed = replay(&transcript, MicroCompactionConfig::default(), Some(at))?;
+    let messages = replayed.memory.messages();
+    let body = match args.format {
+        OutputFormat::Openai => to_openai(&messages),
+        OutputFormat::Anthropic => to_anthropic(&messages),
+        OutputFormat::Ctxmem => serde_json::to_value(&messages)?,
+    };
+    output::print_json(&[body])
+}
