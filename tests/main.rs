@@ -1,7 +1,16 @@
 //! The one integration-test binary; each area is a module under `tests/it/`.
 
+#[cfg(feature = "cli")]
+#[path = "it/cli.rs"]
+mod cli;
 #[path = "it/common.rs"]
 mod common;
+#[path = "it/corpus.rs"]
+mod corpus;
+#[path = "it/export.rs"]
+mod export;
+#[path = "it/importers.rs"]
+mod importers;
 #[path = "it/memory.rs"]
 mod memory;
 #[path = "it/properties.rs"]

@@ -24,6 +24,7 @@ use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
 
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::error::Error;
@@ -180,6 +181,27 @@ impl Transcript {
     /// How many messages have `role`.
     pub fn count_role(&self, role: Role) -> usize {
         self.messages.iter().filter(|m| m.role() == role).count()
+    }
+
+    /// The transcript as it stood at `at`: the messages up to the first one recorded
+    /// after `at` (untimed messages count as before), with the compactions among them.
+    pub fn until(&self, at: DateTime<Utc>) -> Transcript {
+        let end = self
+            .messages
+            .iter()
+            .position(|m| m.at().is_some_and(|t| t > at))
+            .unwrap_or(self.messages.len());
+        Transcript {
+            format: self.format,
+            messages: self.messages[..end].to_vec(),
+            compactions: self
+                .compactions
+                .iter()
+                .copied()
+                .filter(|&i| i < end)
+                .collect(),
+            report: self.report.clone(),
+        }
     }
 
     /// The messages of the context after the last full compaction.

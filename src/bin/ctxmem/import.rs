@@ -1,6 +1,6 @@
 //! `ctxmem import`: read agent logs and report what they hold.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use ctxmem::{Format, ImportReport, Transcript};
@@ -40,7 +40,7 @@ struct Imported<'a> {
 }
 
 impl<'a> Imported<'a> {
-    fn new(file: &PathBuf, transcript: &'a Transcript) -> Self {
+    fn new(file: &Path, transcript: &'a Transcript) -> Self {
         Imported {
             file: file.display().to_string(),
             format: transcript.format,

@@ -42,13 +42,17 @@ enum OutputFormat {
     Ctxmem,
 }
 
-/// Replays the file with default settings on a manual clock (full compactions
-/// replace the history with their summary), makes one request at `--at`, and prints
-/// what it sends. The output is JSON with or without `--json`.
+/// Replays the file's messages recorded up to `--at` with default settings on a
+/// manual clock (full compactions replace the history with their summary), makes one
+/// request at `--at`, and prints what it sends. The output is JSON with or without `--json`.
 pub fn run(args: ProjectArgs) -> anyhow::Result<()> {
     let transcript = output::import_all(&[args.file], args.input_format, args.lenient)?.remove(0);
     let at = args.at.unwrap_or_else(Utc::now);
-    let replayed = replay(&transcript, MicroCompactionConfig::default(), Some(at))?;
+    let replayed = replay(
+        &transcript.until(at),
+        MicroCompactionConfig::default(),
+        Some(at),
+    )?;
     let messages = replayed.memory.messages();
     let body = match args.format {
         OutputFormat::Openai => to_openai(&messages),
