@@ -15,19 +15,12 @@ use crate::message::{ContentBlock, Message, Role, ToolCall};
 
 pub(crate) fn import(text: &str, builder: &mut TranscriptBuilder) -> Result<(), Error> {
     let document = json::document(text, builder)?;
-    let messages = match &document {
-        Value::Array(messages) => messages.as_slice(),
-        Value::Object(_) => {
-            if let Some(system) = document.get("system") {
-                let content = content_blocks(system, builder)
-                    .map_err(|reason| json::shape_error(builder, format!("system: {reason}")))?;
-                builder.push(Message::system("").with_content(content));
-            }
-            json::required_array(&document, "messages")
-                .map_err(|reason| json::shape_error(builder, reason))?
-        }
-        _ => return Err(json::shape_error(builder, "expected an object or an array")),
-    };
+    if let Some(system) = document.get("system") {
+        let content = content_blocks(system, builder)
+            .map_err(|reason| json::shape_error(builder, format!("system: {reason}")))?;
+        builder.push(Message::system("").with_content(content));
+    }
+    let messages = json::items(&document, "messages", builder)?;
     json::each_item(messages, "messages", builder, |message, builder| {
         turn(message, None, builder)
     })

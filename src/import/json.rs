@@ -46,6 +46,18 @@ pub(crate) fn document(text: &str, builder: &TranscriptBuilder) -> Result<Value,
     })
 }
 
+/// The items of a log that is either a bare array or an object holding it at `key`.
+pub(crate) fn items<'a>(
+    document: &'a Value,
+    key: &str,
+    builder: &TranscriptBuilder,
+) -> Result<&'a [Value], Error> {
+    match document {
+        Value::Array(items) => Ok(items),
+        _ => required_array(document, key).map_err(|reason| shape_error(builder, reason)),
+    }
+}
+
 /// Runs `handle` on every item of a JSON array; a rejected item is an
 /// [`Error::Format`] naming it as `label[i]` (counted under lenient).
 pub(crate) fn each_item(

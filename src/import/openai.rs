@@ -16,11 +16,7 @@ use crate::message::{ContentBlock, Message, Role, ToolCall};
 
 pub(crate) fn import(text: &str, builder: &mut TranscriptBuilder) -> Result<(), Error> {
     let document = json::document(text, builder)?;
-    let messages = match &document {
-        Value::Array(messages) => messages.as_slice(),
-        _ => json::required_array(&document, "messages")
-            .map_err(|reason| json::shape_error(builder, reason))?,
-    };
+    let messages = json::items(&document, "messages", builder)?;
     json::each_item(messages, "messages", builder, push_message)
 }
 

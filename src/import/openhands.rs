@@ -22,11 +22,7 @@ use crate::message::{ContentBlock, Message, ToolCall, Usage};
 
 pub(crate) fn import(text: &str, builder: &mut TranscriptBuilder) -> Result<(), Error> {
     let document = json::document(text, builder)?;
-    let events = match &document {
-        Value::Array(events) => events.as_slice(),
-        _ => json::required_array(&document, "events")
-            .map_err(|reason| json::shape_error(builder, reason))?,
-    };
+    let events = json::items(&document, "events", builder)?;
     let mut calls_by_event: HashMap<i64, String> = HashMap::new();
     json::each_item(events, "events", builder, |event, builder| {
         if let Some(stamp) = json::str_at(event, "timestamp") {

@@ -6,7 +6,7 @@ use clap::Args;
 use ctxmem::{Format, ImportReport, Transcript};
 use serde::Serialize;
 
-use crate::output::{self, InputFormat};
+use crate::output;
 
 /// Import agent logs (Claude Code, Codex, Gemini CLI, OpenHands, SWE-agent, OpenAI,
 /// Anthropic) and report what was read, skipped and flagged.
@@ -15,16 +15,8 @@ pub struct ImportArgs {
     /// Log files.
     #[arg(required = true)]
     files: Vec<PathBuf>,
-    /// The files' format.
-    #[arg(
-        long,
-        default_value = "auto",
-        value_name = "auto|claude-code|codex|gemini|openhands|swe-agent|openai|anthropic"
-    )]
-    format: InputFormat,
-    /// Skip malformed lines (and count them) instead of failing.
-    #[arg(long)]
-    lenient: bool,
+    #[command(flatten)]
+    read: output::ReadArgs,
 }
 
 /// One file's import, as `--json` prints it.
@@ -54,7 +46,7 @@ impl<'a> Imported<'a> {
 }
 
 pub fn run(args: ImportArgs, json: bool) -> anyhow::Result<()> {
-    let transcripts = output::import_all(&args.files, args.format, args.lenient)?;
+    let transcripts = output::import_all(&args.files, &args.read)?;
     let imported: Vec<Imported> = args
         .files
         .iter()

@@ -11,7 +11,7 @@ use ctxmem::{
 };
 use serde::Serialize;
 
-use crate::output::{self, InputFormat};
+use crate::output;
 
 /// How many of the largest idle gaps are listed.
 const GAPS_LISTED: usize = 5;
@@ -24,16 +24,8 @@ const DEFAULT_DIRS: [&str; 2] = [".claude/projects", ".codex/sessions"];
 pub struct InspectArgs {
     /// Log files; none means every session in ~/.claude/projects and ~/.codex/sessions.
     files: Vec<PathBuf>,
-    /// The files' format.
-    #[arg(
-        long,
-        default_value = "auto",
-        value_name = "auto|claude-code|codex|gemini|openhands|swe-agent|openai|anthropic"
-    )]
-    format: InputFormat,
-    /// Skip malformed lines (and count them) instead of failing.
-    #[arg(long)]
-    lenient: bool,
+    #[command(flatten)]
+    read: output::ReadArgs,
     /// The time "now" is for the projection (RFC 3339); default the current time.
     #[arg(long, value_name = "RFC3339")]
     at: Option<DateTime<Utc>>,
@@ -102,7 +94,7 @@ pub fn run(args: InspectArgs, json: bool) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let transcripts = output::import_all(&files, args.format, args.lenient)?;
+    let transcripts = output::import_all(&files, &args.read)?;
     let now = args.at.unwrap_or_else(Utc::now);
     let inspections = files
         .iter()

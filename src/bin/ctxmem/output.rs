@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use anyhow::Context;
+use clap::Args;
 use ctxmem::{import_file, Format, ImportOptions, Transcript};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
@@ -28,16 +29,27 @@ impl FromStr for InputFormat {
     }
 }
 
+/// How to read log files: `--format` and `--lenient`.
+#[derive(Args, Debug)]
+pub struct ReadArgs {
+    /// The files' format.
+    #[arg(
+        long,
+        default_value = "auto",
+        value_name = "auto|claude-code|codex|gemini|openhands|swe-agent|openai|anthropic"
+    )]
+    pub format: InputFormat,
+    /// Skip malformed lines (and count them) instead of failing.
+    #[arg(long)]
+    pub lenient: bool,
+}
+
 /// Imports every file, in order; a progress bar shows when the files are large and
 /// stderr is a terminal.
-pub fn import_all(
-    files: &[PathBuf],
-    format: InputFormat,
-    lenient: bool,
-) -> anyhow::Result<Vec<Transcript>> {
+pub fn import_all(files: &[PathBuf], read: &ReadArgs) -> anyhow::Result<Vec<Transcript>> {
     let options = ImportOptions {
-        format: format.0,
-        lenient,
+        format: read.format.0,
+        lenient: read.lenient,
     };
     let sizes: Vec<u64> = files
         .iter()

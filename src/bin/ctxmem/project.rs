@@ -46,7 +46,14 @@ enum OutputFormat {
 /// manual clock (full compactions replace the history with their summary), makes one
 /// request at `--at`, and prints what it sends. The output is JSON with or without `--json`.
 pub fn run(args: ProjectArgs) -> anyhow::Result<()> {
-    let transcript = output::import_all(&[args.file], args.input_format, args.lenient)?.remove(0);
+    let transcript = output::import_all(
+        &[args.file],
+        &output::ReadArgs {
+            format: args.input_format,
+            lenient: args.lenient,
+        },
+    )?
+    .remove(0);
     let at = args.at.unwrap_or_else(Utc::now);
     let replayed = replay(
         &transcript.until(at),
