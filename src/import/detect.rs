@@ -37,6 +37,10 @@ pub fn detect(text: &str, path: &Path) -> Option<Format> {
 
 /// The format a JSONL line belongs to.
 fn line_format(line: &Value) -> Option<Format> {
+    let gemini_header = line.get("projectHash").is_some() && line.get("startTime").is_some();
+    if gemini_header || line.get("$set").is_some() || line.get("$rewindTo").is_some() {
+        return Some(Format::Gemini);
+    }
     let kind = json::str_at(line, "type")?;
     let codex = [
         "session_meta",
@@ -56,6 +60,8 @@ fn line_format(line: &Value) -> Option<Format> {
     ];
     if line.get("payload").is_some() && codex.contains(&kind) {
         Some(Format::Codex)
+    } else if kind == "gemini" {
+        Some(Format::Gemini)
     } else if claude.contains(&kind)
         && (line.get("sessionId").is_some() || line.get("uuid").is_some())
     {

@@ -1,6 +1,10 @@
-//! Gemini CLI sessions (`~/.gemini/tmp/<project>/chats/session-*.json`), in the legacy
-//! single-object form: `{sessionId, messages: [...]}`. Also its prompt log
-//! `logs.json`, a list of the user's prompts.
+//! Gemini CLI sessions (`~/.gemini/tmp/<project>/chats/session-*.json[l]`):
+//! - the legacy single-object form `{sessionId, projectHash, messages: [...]}`;
+//! - the newer JSON Lines form: a header line (`sessionId`, `projectHash`, ...), then
+//!   message records appended as they are written (a record repeating an `id` replaces
+//!   the earlier one), `{"$set": {...}}` updates (a `messages` array there replaces all
+//!   messages so far) and `{"$rewindTo": id}` (drops that message and all after it);
+//! - the prompt log `logs.json`, a list of the user's prompts.
 //!
 //! - `user` messages become user messages.
 //! - `gemini` messages become assistant messages: thoughts (as thinking), text, and
@@ -16,15 +20,50 @@ use crate::error::Error;
 use crate::message::{ContentBlock, Message, ToolCall, Usage};
 
 pub(crate) fn import(text: &str, builder: &mut TranscriptBuilder) -> Result<(), Error> {
-    let document = json::document(text, builder)?;
-    match &document {
-        Value::Array(prompts) => json::each_item(prompts, "prompts", builder, prompt),
-        _ => {
-            let messages = json::required_array(&document, "messages")
-                .map_err(|reason| json::shape_error(builder, reason))?;
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Array(prompts)) => json::each_item(&prompts, "prompts", builder, prompt),
+        Ok(document) if document.get("messages").is_some() => {
+            let messages = json::items(&document, "messages", builder)?;
             json::each_item(messages, "messages", builder, message)
         }
+        _ => {
+            let messages = replay_lines(text, builder)?;
+            json::each_record(&messages, "messages", builder, message)
+        }
     }
+}
+
+/// The messages a JSON Lines session holds once its updates are applied, in order.
+fn replay_lines(text: &str, builder: &mut TranscriptBuilder) -> Result<Vec<Value>, Error> {
+    let mut messages: Vec<Value> = Vec::new();
+    json::each_line(text, builder, |record, builder| {
+        let position = |id: &str, messages: &[Value]| {
+            messages
+                .iter()
+                .position(|m| json::str_at(m, "id") == Some(id))
+        };
+        if let Some(update) = record.get("$set") {
+            if let Some(replacement) = update.get("messages").and_then(Value::as_array) {
+                messages.clone_from(replacement);
+            }
+        } else if let Some(id) = record.get("$rewindTo") {
+            let id = id.as_str().ok_or("\"$rewindTo\" is not a message id")?;
+            if let Some(index) = position(id, &messages) {
+                messages.truncate(index);
+            }
+        } else if record.get("type").is_some() {
+            match json::str_at(record, "id").and_then(|id| position(id, &messages)) {
+                Some(index) => messages[index] = record.clone(),
+                None => messages.push(record.clone()),
+            }
+        } else if record.get("sessionId").is_some() {
+            builder.skip("session header");
+        } else {
+            return Err("neither a message, an update nor the session header".into());
+        }
+        Ok(())
+    })?;
+    Ok(messages)
 }
 
 /// One entry of `logs.json`.

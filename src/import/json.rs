@@ -58,16 +58,26 @@ pub(crate) fn items<'a>(
     }
 }
 
-/// Runs `handle` on every item of a JSON array; a rejected item is an
-/// [`Error::Format`] naming it as `label[i]` (counted under lenient).
+/// Runs `handle` on every item of a JSON array, counting each as a line read; a
+/// rejected item is an [`Error::Format`] naming it as `label[i]` (counted under lenient).
 pub(crate) fn each_item(
+    items: &[Value],
+    label: &str,
+    builder: &mut TranscriptBuilder,
+    handle: impl FnMut(&Value, &mut TranscriptBuilder) -> Handled,
+) -> Result<(), Error> {
+    items.iter().for_each(|_| builder.count_line());
+    each_record(items, label, builder, handle)
+}
+
+/// [`each_item`] over records already counted (rebuilt from the lines of a log).
+pub(crate) fn each_record(
     items: &[Value],
     label: &str,
     builder: &mut TranscriptBuilder,
     mut handle: impl FnMut(&Value, &mut TranscriptBuilder) -> Handled,
 ) -> Result<(), Error> {
     for (index, item) in items.iter().enumerate() {
-        builder.count_line();
         if let Err(message) = handle(item, builder) {
             let error = shape_error(builder, format!("{label}[{index}]: {message}"));
             builder.malformed(error)?;

@@ -172,6 +172,21 @@ fn gemini_puts_each_result_after_its_call() {
 }
 
 #[test]
+fn gemini_jsonl_applies_rewrites_and_rewinds() {
+    let t = import_fixture_file("gemini.jsonl");
+    assert_eq!(t.format, Format::Gemini);
+    use Role::*;
+    assert_eq!(roles(&t), [User, Assistant, Tool, User, Assistant]);
+    // The second record of g1 (with its result) replaced the first.
+    assert_eq!(t.messages[2].text(), "a.txt\nb.txt");
+    assert_eq!(t.messages[2].tool_name(), Some("list_directory"));
+    // $rewindTo u2 dropped u2 and g2.
+    assert_eq!(t.messages[3].text(), "Just count them");
+    assert!(!t.messages.iter().any(|m| m.text() == "Deleting."));
+    assert_eq!((t.report.lines, t.report.skipped_lines), (10, 1));
+}
+
+#[test]
 fn openhands_links_observations_by_cause() {
     let t = import_fixture_file("openhands.json");
     assert_eq!(t.format, Format::OpenHands);
@@ -302,6 +317,7 @@ fn detection_picks_every_fixture_format() {
         ("claude_code.jsonl", Format::ClaudeCode),
         ("codex.jsonl", Format::Codex),
         ("gemini.json", Format::Gemini),
+        ("gemini.jsonl", Format::Gemini),
         ("openhands.json", Format::OpenHands),
         ("swe_agent.traj", Format::SweAgent),
         ("mini_swe_agent.traj.json", Format::SweAgent),
