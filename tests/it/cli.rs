@@ -162,14 +162,15 @@ fn errors_are_one_line_with_a_failing_exit_code() {
         "{stderr}"
     );
 
-    let output = ctxmem(&[
-        "import",
-        "--format",
-        "gemini",
-        &fixture("claude_code.jsonl"),
-    ]);
+    let file = fixture("codex.jsonl");
+    let output = ctxmem(&["import", "--format", "openhands", &file]);
     assert!(!output.status.success());
-    assert!(!String::from_utf8_lossy(&output.stderr).contains("panicked"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("ctxmem: error: {file}: line ")),
+        "{stderr}"
+    );
 }
 
 #[test]
