@@ -31,7 +31,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, Result};
 pub use event::{Event, ResetReason};
 pub use import::{
-    detect, import_file, import_str, replay, to_anthropic, to_openai, Advance, Format,
+    detect, import_file, import_str, replay, replay_into, to_anthropic, to_openai, Advance, Format,
     ImportOptions, ImportReport, Replay, Transcript,
 };
 pub use memory::{ContextMemory, ContextMemoryBuilder};

@@ -45,7 +45,7 @@ pub mod swe_agent;
 pub use anthropic::to_anthropic;
 pub use detect::detect;
 pub use openai::to_openai;
-pub use replay::{replay, Advance, Replay};
+pub use replay::{replay, replay_into, Advance, Replay};
 
 /// A log format ctxmem can import.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -153,7 +153,7 @@ pub struct ImportReport {
 }
 
 /// One imported log.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Transcript {
     /// The format it was read as.
     pub format: Format,

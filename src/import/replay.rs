@@ -11,7 +11,7 @@ use super::Transcript;
 use crate::clock::ManualClock;
 use crate::error::Error;
 use crate::event::Event;
-use crate::memory::ContextMemory;
+use crate::memory::{ContextMemory, ContextMemoryBuilder};
 use crate::message::Role;
 use crate::micro::MicroCompactionConfig;
 
@@ -69,6 +69,20 @@ pub fn replay(
     config: MicroCompactionConfig,
     final_request: Option<DateTime<Utc>>,
 ) -> Result<Replay, Error> {
+    replay_into(
+        transcript,
+        ContextMemory::builder().micro_compaction(config),
+        final_request,
+    )
+}
+
+/// [`replay`] into the memory `builder` builds (with a store, say, to keep the
+/// session); the replay sets its clock and adds a listener.
+pub fn replay_into(
+    transcript: &Transcript,
+    builder: ContextMemoryBuilder,
+    final_request: Option<DateTime<Utc>>,
+) -> Result<Replay, Error> {
     let start = transcript
         .messages
         .iter()
@@ -77,8 +91,7 @@ pub fn replay(
     let clock = ManualClock::new(start);
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = events.clone();
-    let memory = ContextMemory::builder()
-        .micro_compaction(config)
+    let memory = builder
         .clock(clock.clone())
         .on_event(move |event| sink.lock().push(event.clone()))
         .build()?;

@@ -443,3 +443,35 @@ proptest! {
         import_everyhow(&json!({"messages": lines, "history": []}).to_string());
     }
 }
+
+#[test]
+fn replay_installs_compactions_and_advances_at_idle_gaps() {
+    let t = import_fixture_file("claude_code.jsonl");
+    let replayed = replay(&t, MicroCompactionConfig::default(), None).unwrap();
+    // The compaction replaced the history with the summary; later messages follow it.
+    let texts = |messages: &[Message]| messages.iter().map(Message::text).collect::<Vec<_>>();
+    assert_eq!(
+        texts(&replayed.memory.history()),
+        texts(t.current_context())
+    );
+    assert_eq!(replayed.memory.history()[0].at(), t.messages[5].at());
+
+    let gap = import_fixture_file("idle_gap.jsonl");
+    let config = MicroCompactionConfig::default();
+    let replayed = replay(&gap, config, None).unwrap();
+    let [advance] = replayed.advances.as_slice() else {
+        panic!("one advance expected: {:?}", replayed.advances)
+    };
+    assert_eq!((advance.before_message, advance.cleared), (33, 6));
+    assert_eq!(advance.idle_seconds, 2 * 3600 + 30 + 15);
+}
+
+#[test]
+fn until_cuts_the_transcript_at_a_time() {
+    let t = import_fixture_file("claude_code.jsonl");
+    let before_compaction = t.until(Utc.with_ymd_and_hms(2026, 1, 5, 10, 0, 0).unwrap());
+    assert_eq!(before_compaction.messages.len(), 5);
+    assert!(before_compaction.compactions.is_empty());
+    let all = t.until(Utc.with_ymd_and_hms(2030, 1, 1, 0, 0, 0).unwrap());
+    assert_eq!(all, t);
+}
