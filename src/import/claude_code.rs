@@ -61,6 +61,9 @@ fn is_sidechain(line: &Value) -> bool {
 
 /// Whether every user or assistant line is a sidechain one (and there is one).
 fn only_sidechains(text: &str) -> bool {
+    if !text.contains("\"isSidechain\"") {
+        return false;
+    }
     let mut any = false;
     for line in text.lines() {
         let Ok(line) = serde_json::from_str::<Value>(line) else {

@@ -10,7 +10,9 @@
 //!   twice per call, and a repeat shows the same running total.
 //! - `compacted` is a full compaction: its summary (or its replacement history) starts
 //!   the new context.
-//! - `session_meta`, `turn_context` and other events are skipped and counted.
+//! - `session_meta`'s base instructions (the `instructions` of every request) become
+//!   the first, system, message.
+//! - `turn_context` and other events are skipped and counted.
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -40,6 +42,10 @@ pub(crate) fn import(text: &str, builder: &mut TranscriptBuilder) -> Result<(), 
                 Ok(())
             }
             Some("compacted") => compacted(payload, at, &mut state, builder),
+            Some("session_meta") => {
+                session_meta(payload, at, builder);
+                Ok(())
+            }
             Some("event_msg") => {
                 let kind = json::str_at(payload, "type").unwrap_or("other");
                 builder.skip(format!("event_msg:{kind}"));
@@ -52,6 +58,19 @@ pub(crate) fn import(text: &str, builder: &mut TranscriptBuilder) -> Result<(), 
             None => Err("a line without \"type\"".into()),
         }
     })
+}
+
+/// The session's base instructions (sent as `instructions` with every request) become
+/// the leading system message.
+fn session_meta(payload: &Value, at: Option<DateTime<Utc>>, builder: &mut TranscriptBuilder) {
+    let instructions = payload
+        .get("base_instructions")
+        .and_then(|base| json::str_at(base, "text"))
+        .or_else(|| json::str_at(payload, "instructions"));
+    match instructions {
+        Some(text) => builder.push(json::timed(Message::system(text), at)),
+        None => builder.skip("session_meta"),
+    }
 }
 
 fn response_item(

@@ -145,10 +145,13 @@ fn project_starts_from_the_last_compaction() {
 fn import_json_reports_counts_and_skips() {
     let report = json_of(&["import", "--json", &fixture("codex.jsonl")]);
     assert_eq!(report["format"], "codex");
-    assert_eq!(report["messages"], 8);
-    assert_eq!(report["compactions"], serde_json::json!([5]));
+    assert_eq!(report["messages"], 9);
+    assert_eq!(report["compactions"], serde_json::json!([6]));
     assert_eq!(report["report"]["orphan_tool_results"], 1);
-    assert_eq!(report["report"]["skipped"]["session_meta"], 1);
+    assert_eq!(
+        report["report"]["skipped"]["event_msg:token_count(repeat)"],
+        1
+    );
 }
 
 #[test]

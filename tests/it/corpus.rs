@@ -2,8 +2,8 @@
 //!
 //! The expected counts were worked out from the files with a separate script reading
 //! the raw JSON (user lines, distinct `message.id`s, `tool_use`/`tool_result` blocks;
-//! Codex response items grouped per response; OpenHands actions and caused
-//! observations), not with the importer.
+//! Codex response items grouped per response, plus the base instructions; OpenHands
+//! actions and caused observations), not with the importer.
 
 use std::path::{Path, PathBuf};
 
@@ -22,10 +22,10 @@ const EXPECTED: &[(&str, usize, usize, usize)] = &[
     ("claude_code/spotter/short.jsonl", 5, 2, 2),
     ("claude_code/spotter/subagent.jsonl", 32, 16, 16),
     ("claude_code/spotter/tool_heavy.jsonl", 17, 6, 6),
-    ("codex/codemie/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl", 172, 102, 102),
-    ("codex/codemie/turn-2.jsonl", 8, 0, 0),
-    ("codex/localpush_redacted/rollout-2026-02-23T12-40-23-019c8a4c-ed82-79a1-aa28-7738fc5ab61a.jsonl", 205, 104, 104),
-    ("codex/localpush_redacted/rollout-2026-02-23T12-47-42-019c8a53-a0dd-7130-bcd7-95445d84846a.jsonl", 254, 144, 143),
+    ("codex/codemie/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl", 173, 102, 102),
+    ("codex/codemie/turn-2.jsonl", 9, 0, 0),
+    ("codex/localpush_redacted/rollout-2026-02-23T12-40-23-019c8a4c-ed82-79a1-aa28-7738fc5ab61a.jsonl", 206, 104, 104),
+    ("codex/localpush_redacted/rollout-2026-02-23T12-47-42-019c8a53-a0dd-7130-bcd7-95445d84846a.jsonl", 255, 144, 143),
     ("gemini/codemie/logs.json", 3, 0, 0),
     ("gemini/codemie/session-2025-12-01T21-45-5b959dae.json", 24, 10, 10),
     ("mini_swe_agent/github_issue.traj.json", 22, 0, 0),

@@ -92,9 +92,11 @@ fn codex_groups_a_response_and_counts_each_token_count_once() {
     use Role::*;
     assert_eq!(
         roles(&t),
-        [System, User, Assistant, Tool, Tool, User, Assistant, Tool]
+        [System, System, User, Assistant, Tool, Tool, User, Assistant, Tool]
     );
-    let response = &t.messages[2];
+    // The base instructions of session_meta, then the developer message.
+    assert_eq!(t.messages[0].text(), "You are Codex, a coding agent.");
+    let response = &t.messages[3];
     assert!(
         matches!(&response.content()[0], ContentBlock::Thinking { text, .. } if text == "List, then patch.")
     );
@@ -115,14 +117,14 @@ fn codex_groups_a_response_and_counts_each_token_count_once() {
         ),
         (50, 30, 20)
     );
-    assert_eq!(t.messages[3].tool_name(), Some("shell"));
-    assert_eq!(t.messages[4].tool_name(), Some("apply_patch"));
-    assert_eq!(t.compactions, [5]);
+    assert_eq!(t.messages[4].tool_name(), Some("shell"));
+    assert_eq!(t.messages[5].tool_name(), Some("apply_patch"));
+    assert_eq!(t.compactions, [6]);
     assert_eq!(
-        t.messages[5].text(),
+        t.messages[6].text(),
         "Summary: files listed, main.rs patched."
     );
-    let last = t.messages[6].usage().unwrap();
+    let last = t.messages[7].usage().unwrap();
     assert_eq!(
         (
             last.input_tokens,
