@@ -105,24 +105,45 @@ fn document_format(document: &Value) -> Option<Format> {
     }
 }
 
-/// Anthropic when there is a top-level `system` or an Anthropic-only content block;
-/// OpenAI otherwise.
+/// ctxmem when a message has a recorded time or a ctxmem-only block or tool-call
+/// shape; Anthropic when there is a top-level `system` or an Anthropic-only content
+/// block; OpenAI otherwise.
 fn provider_format(messages: &[Value], top_level_system: bool) -> Format {
+    let ctxmem_block = |block: &Value| match json::str_at(block, "type") {
+        Some("json") => true,
+        Some("thinking") => block.get("text").is_some(),
+        Some("image") => block.get("data").is_some(),
+        _ => false,
+    };
+    let ctxmem_call = |call: &Value| call.get("name").is_some() && call.get("function").is_none();
+    let ctxmem = messages.iter().any(|message| {
+        message.get("at").is_some()
+            || array_any(message, "content", ctxmem_block)
+            || array_any(message, "tool_calls", ctxmem_call)
+    });
+    if ctxmem {
+        return Format::Ctxmem;
+    }
     let anthropic_block = |block: &Value| {
         matches!(
             json::str_at(block, "type"),
             Some("tool_use" | "tool_result" | "thinking" | "redacted_thinking")
         ) || (json::str_at(block, "type") == Some("image") && block.get("source").is_some())
     };
-    let anthropic = messages.iter().any(|message| {
-        message
-            .get("content")
-            .and_then(Value::as_array)
-            .is_some_and(|blocks| blocks.iter().any(anthropic_block))
-    });
+    let anthropic = messages
+        .iter()
+        .any(|message| array_any(message, "content", anthropic_block));
     if top_level_system || anthropic {
         Format::Anthropic
     } else {
         Format::OpenAi
     }
+}
+
+/// Whether the array at `key` has an item for which `test` holds.
+fn array_any(value: &Value, key: &str, test: impl Fn(&Value) -> bool) -> bool {
+    value
+        .get(key)
+        .and_then(Value::as_array)
+        .is_some_and(|items| items.iter().any(test))
 }

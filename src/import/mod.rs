@@ -34,6 +34,7 @@ pub mod anthropic;
 mod builder;
 pub mod claude_code;
 pub mod codex;
+mod ctxmem;
 mod detect;
 pub mod gemini;
 mod json;
@@ -65,11 +66,14 @@ pub enum Format {
     OpenAi,
     /// Anthropic Messages request JSON (`system`, `messages`).
     Anthropic,
+    /// ctxmem's own message JSON (what `ctxmem project --format ctxmem` prints, and
+    /// what a stored session holds).
+    Ctxmem,
 }
 
 impl Format {
-    /// Every format, in the order auto-detection reports them.
-    pub const ALL: [Format; 7] = [
+    /// Every format.
+    pub const ALL: [Format; 8] = [
         Format::ClaudeCode,
         Format::Codex,
         Format::Gemini,
@@ -77,10 +81,11 @@ impl Format {
         Format::SweAgent,
         Format::OpenAi,
         Format::Anthropic,
+        Format::Ctxmem,
     ];
 
     /// The name the CLI uses: `claude-code`, `codex`, `gemini`, `openhands`,
-    /// `swe-agent`, `openai`, `anthropic`.
+    /// `swe-agent`, `openai`, `anthropic`, `ctxmem`.
     pub const fn name(self) -> &'static str {
         match self {
             Format::ClaudeCode => "claude-code",
@@ -90,6 +95,7 @@ impl Format {
             Format::SweAgent => "swe-agent",
             Format::OpenAi => "openai",
             Format::Anthropic => "anthropic",
+            Format::Ctxmem => "ctxmem",
         }
     }
 }
@@ -244,6 +250,7 @@ pub fn import_str(text: &str, origin: &Path, options: &ImportOptions) -> Result<
         Format::SweAgent => swe_agent::import(text, &mut builder)?,
         Format::OpenAi => openai::import(text, &mut builder)?,
         Format::Anthropic => anthropic::import(text, &mut builder)?,
+        Format::Ctxmem => ctxmem::import(text, &mut builder)?,
     }
     Ok(builder.finish(format))
 }

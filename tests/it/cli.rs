@@ -1,7 +1,9 @@
 //! The `ctxmem` binary, run for real, judged by its `--json` output.
 
+use std::path::Path;
 use std::process::{Command, Output};
 
+use ctxmem::{import_str, Format, ImportOptions};
 use serde_json::Value;
 
 use crate::common::import_fixture;
@@ -185,4 +187,27 @@ fn inspect_without_files_says_the_default_folders_are_empty() {
         serde_json::json!([])
     );
     assert!(String::from_utf8_lossy(&output.stderr).contains("no sessions found"));
+}
+
+#[test]
+fn the_ctxmem_projection_imports_back() {
+    let file = fixture("idle_gap.jsonl");
+    let output = ctxmem(&["project", &file, "--at", "2026-01-06T11:10:00Z"]);
+    assert!(output.status.success());
+    let projected = String::from_utf8(output.stdout).unwrap();
+    let transcript = import_str(
+        &projected,
+        Path::new("projected.json"),
+        &ImportOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(transcript.format, Format::Ctxmem);
+    assert_eq!(transcript.messages.len(), 34);
+    assert_eq!(
+        transcript.messages[2].text(),
+        "[Old tool result content cleared]"
+    );
+    assert_eq!(transcript.messages[2].tool_name(), Some("Read"));
+    let original = crate::common::import_fixture_file("idle_gap.jsonl");
+    assert_eq!(transcript.messages[33], original.messages[33]);
 }

@@ -36,7 +36,7 @@ pub struct ReadArgs {
     #[arg(
         long,
         default_value = "auto",
-        value_name = "auto|claude-code|codex|gemini|openhands|swe-agent|openai|anthropic"
+        value_name = "auto|claude-code|codex|gemini|openhands|swe-agent|openai|anthropic|ctxmem"
     )]
     pub format: InputFormat,
     /// Skip malformed lines (and count them) instead of failing.

@@ -23,7 +23,7 @@ pub struct ProjectArgs {
     #[arg(
         long,
         default_value = "auto",
-        value_name = "auto|claude-code|codex|gemini|openhands|swe-agent|openai|anthropic"
+        value_name = "auto|claude-code|codex|gemini|openhands|swe-agent|openai|anthropic|ctxmem"
     )]
     input_format: InputFormat,
     /// Skip malformed lines (and count them) instead of failing.
