@@ -9,25 +9,33 @@
 //! provider's prompt cache has expired anyway, and is persisted; so every request in
 //! a warm stretch re-sends the same bytes and keeps its cache hits.
 //!
-//! Start with [`ContextMemory`].
+//! Start with [`ContextMemory`]; give it a [`FileStore`] and a [`SessionId`] to keep
+//! the conversation across restarts and crashes.
 #![warn(missing_docs)]
 
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+mod clearing;
 pub mod clock;
+pub mod compaction;
 pub mod error;
 pub mod event;
 pub mod import;
 pub mod memory;
 pub mod message;
 pub mod micro;
+pub mod middleware;
 pub mod session;
 pub mod store;
+pub mod summarize;
 pub mod tokens;
 
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use compaction::{
+    BoxFuture, CompactionKind, CompactionOutcome, ContextCompaction, MicroCompactor,
+};
 pub use error::{Error, Result};
 pub use event::{Event, ResetReason};
 pub use import::{
@@ -37,8 +45,12 @@ pub use import::{
 pub use memory::{ContextMemory, ContextMemoryBuilder};
 pub use message::{ContentBlock, Message, MessageId, Role, ToolCall, Usage};
 pub use micro::{candidate_index, Keep, MicroCompactionConfig, DEFAULT_PLACEHOLDER};
+pub use middleware::{Batch, MicrocompactMiddleware, Middleware, MiddlewareStack};
 pub use session::SessionId;
-pub use store::{OpenedSession, Record, SessionLog, Store};
+pub use store::{live_records, Durability, FileStore, OpenedSession, Record, SessionLog, Store};
+pub use summarize::{
+    CompactionTrigger, FullCompaction, Summarizer, SummarizingCompactor, DEFAULT_SUMMARY_PREFIX,
+};
 pub use tokens::{CharEstimator, TokenEstimator};
 
 #[cfg(test)]
@@ -50,5 +62,11 @@ mod assert_traits {
         send_sync::<ContextMemory>();
         send_sync::<Error>();
         send_sync::<Message>();
+        send_sync::<MicroCompactor>();
+        send_sync::<SummarizingCompactor>();
+        send_sync::<MiddlewareStack>();
     }
+
+    // The harness traits are dyn-compatible.
+    fn _boxed(_: Box<dyn ContextCompaction>, _: Box<dyn Summarizer>, _: Box<dyn Middleware>) {}
 }

@@ -300,6 +300,34 @@ impl ContextMemory {
     /// with fresh ids, and resets the cutoff. The last assistant time keeps its value.
     /// Emits [`Event::CutoffReset`] with [`ResetReason::FullCompaction`].
     pub fn apply_full_compaction(&self, replacement: Vec<Message>) -> Result<(), Error> {
+        self.install_compaction(replacement, |_| Some(Vec::new()))
+            .map(|_| ())
+    }
+
+    /// Like [`apply_full_compaction`](Self::apply_full_compaction), for a summary made
+    /// while the memory stayed live: `replacement` stands in for `replaced`, which must
+    /// still be the first stored messages (same ids), and messages stored after them
+    /// are kept after it, all in one step. Returns `false`, changing nothing, when the
+    /// history no longer starts with `replaced` (it was cleared or compacted meanwhile).
+    pub fn apply_full_compaction_of(
+        &self,
+        replaced: &[Message],
+        replacement: Vec<Message>,
+    ) -> Result<bool, Error> {
+        self.install_compaction(replacement, |history| {
+            let unchanged = history.len() >= replaced.len()
+                && replaced.iter().zip(history).all(|(a, b)| a.id() == b.id());
+            unchanged.then(|| history[replaced.len()..].to_vec())
+        })
+    }
+
+    /// Installs `replacement` followed by what `newer` returns for the current history,
+    /// unless it returns `None`. Returns whether it installed.
+    fn install_compaction(
+        &self,
+        replacement: Vec<Message>,
+        newer: impl FnOnce(&[Message]) -> Option<Vec<Message>>,
+    ) -> Result<bool, Error> {
         for message in &replacement {
             message.validate()?;
         }
@@ -307,8 +335,12 @@ impl ContextMemory {
         {
             let mut state = self.state.lock();
             state.check_writable()?;
+            let Some(newer) = newer(&state.history) else {
+                return Ok(false);
+            };
             let messages = replacement
                 .into_iter()
+                .chain(newer)
                 .zip(state.next_id..)
                 .map(|(message, id)| {
                     let at = message.at().unwrap_or(now);
@@ -322,7 +354,7 @@ impl ContextMemory {
         self.emit(&Event::CutoffReset {
             reason: ResetReason::FullCompaction,
         });
-        Ok(())
+        Ok(true)
     }
 
     /// The stored, uncleared result of the tool call `tool_call_id` (the latest, if an
@@ -429,6 +461,22 @@ impl State {
             }
         }
         Ok(())
+    }
+
+    /// The records that rebuild this state and nothing more (see
+    /// [`live_records`](crate::live_records)).
+    fn into_live_records(self) -> Vec<Record> {
+        let mut records: Vec<Record> = self
+            .history
+            .into_iter()
+            .map(|message| Record::Message { message })
+            .collect();
+        records.extend(self.cutoff.map(|cutoff| Record::Cutoff { cutoff }));
+        records.push(Record::Snapshot {
+            next_id: self.next_id,
+            last_assistant_at: self.last_assistant_at,
+        });
+        records
     }
 
     /// Drops the history and the cutoff; keeps the id counter and the last assistant time.
@@ -544,6 +592,18 @@ impl State {
     }
 }
 
+/// Replays `records` and returns the records of the resulting live state: the
+/// implementation of [`live_records`](crate::live_records), replaying exactly as a
+/// memory does.
+pub(crate) fn replay_live(records: impl IntoIterator<Item = Record>) -> Result<Vec<Record>, Error> {
+    let rules = Rules::new(MicroCompactionConfig::default(), Box::new(CharEstimator));
+    let mut state = State::new(rules);
+    for record in records {
+        state.apply(record)?;
+    }
+    Ok(state.into_live_records())
+}
+
 /// Builds a [`ContextMemory`]: see [`ContextMemory::builder`].
 #[derive(Default)]
 pub struct ContextMemoryBuilder {
@@ -606,8 +666,10 @@ impl ContextMemoryBuilder {
         match (&self.store, &self.session) {
             (Some(store), Some(session)) => {
                 let opened = store.open(session)?;
-                for record in opened.records {
-                    state.apply(record)?;
+                for (index, record) in opened.records.into_iter().enumerate() {
+                    state.apply(record).map_err(|error| {
+                        Error::Invalid(format!("session {session}: record {}: {error}", index + 1))
+                    })?;
                 }
                 state.log = Some(opened.log);
                 recovery_events = opened.events;

@@ -9,9 +9,13 @@ mod common;
 mod corpus;
 #[path = "it/export.rs"]
 mod export;
+#[path = "it/harness.rs"]
+mod harness;
 #[path = "it/importers.rs"]
 mod importers;
 #[path = "it/memory.rs"]
 mod memory;
 #[path = "it/properties.rs"]
 mod properties;
+#[path = "it/store.rs"]
+mod store;

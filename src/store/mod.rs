@@ -1,5 +1,15 @@
 //! Durable backends. A [`Store`] hands out one exclusive [`SessionLog`] per session;
 //! a memory rebuilds its state by replaying the log's [`Record`]s.
+//!
+//! [`FileStore`] is the embedded backend: a directory of append-only JSONL logs.
+
+#[cfg(test)]
+mod faults;
+pub mod file;
+mod jsonl;
+mod log_file;
+
+pub use file::{Durability, FileStore};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -65,4 +75,25 @@ pub trait Store: Send + Sync {
     /// Opens `session` for exclusive writing, creating it when missing, and reads its
     /// records.
     fn open(&self, session: &SessionId) -> Result<OpenedSession, Error>;
+
+    /// The stored sessions, sorted.
+    fn sessions(&self) -> Result<Vec<SessionId>, Error>;
+
+    /// Removes `session` and its log. Removing a missing session is not an error;
+    /// removing one that is open fails with [`Error::Locked`].
+    fn delete(&self, session: &SessionId) -> Result<(), Error>;
+
+    /// Rewrites the log of `session` down to its live state (see [`live_records`]),
+    /// dropping what `clear` and full compactions left behind. Fails with
+    /// [`Error::Locked`] while the session is open.
+    fn vacuum(&self, session: &SessionId) -> Result<(), Error>;
+}
+
+/// The shortest record sequence that replays to the same state as `records`: the live
+/// messages, then the cutoff (if any), then a [`Record::Snapshot`] of the id counter
+/// and the last assistant time. The snapshot comes last because replay refuses
+/// message ids below a snapshot's `next_id`. Fails, as a replay would, on records
+/// out of id order.
+pub fn live_records(records: impl IntoIterator<Item = Record>) -> Result<Vec<Record>, Error> {
+    crate::memory::replay_live(records)
 }

@@ -522,3 +522,28 @@ fn memory_is_shared_across_threads() {
     assert_eq!(ids.len(), 400);
     assert!(ids.windows(2).all(|w| w[0] < w[1]));
 }
+
+#[test]
+fn compaction_of_a_prefix_keeps_newer_messages_and_refuses_a_changed_history() {
+    let (memory, _, _) = memory_with(keep_messages(2));
+    push_exchange(&memory, 0);
+    let seen = memory.history();
+    push_exchange(&memory, 1); // arrives while a summary of `seen` is being made
+    let installed = memory
+        .apply_full_compaction_of(&seen, vec![Message::user("summary of exchange 0")])
+        .unwrap();
+    assert!(installed);
+    let history = memory.history();
+    assert_eq!(history.len(), 4);
+    assert_eq!(history[0].text(), "summary of exchange 0");
+    assert_eq!(history[1].text(), "question 1");
+    assert_eq!(history[3].tool_call_id(), Some("call_1"));
+
+    // `seen` is no longer the start of the history: nothing changes.
+    let before = memory.history();
+    let installed = memory
+        .apply_full_compaction_of(&seen, vec![Message::user("stale")])
+        .unwrap();
+    assert!(!installed);
+    assert_eq!(memory.history(), before);
+}

@@ -1,0 +1,91 @@
+//! The write side of a JSONL log: [`FileLog`] appends records through the small
+//! [`LogFile`] trait, so that tests can put simulated I/O faults behind it.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use crate::error::Error;
+use crate::store::file::Durability;
+use crate::store::{jsonl, Record, SessionLog};
+
+/// What a log needs from its file. [`File`] is the real one.
+pub(crate) trait LogFile: Send {
+    /// Writes all of `bytes` at the end of the file.
+    fn append(&mut self, bytes: &[u8]) -> io::Result<()>;
+    /// Makes everything appended so far durable (fdatasync).
+    fn sync(&mut self) -> io::Result<()>;
+}
+
+impl LogFile for File {
+    fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.write_all(bytes)
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        self.sync_data()
+    }
+}
+
+/// In `Buffered` mode, records are written once this many bytes are waiting.
+const BUFFER_LIMIT: usize = 64 * 1024;
+
+/// One session's open log (opened in append mode, holding its lock).
+pub(crate) struct FileLog<F: LogFile> {
+    file: F,
+    path: PathBuf,
+    durability: Durability,
+    /// Encoded records not yet handed to the file.
+    pending: Vec<u8>,
+    /// Set by a failed write: the file may end in a partial line, so nothing more is
+    /// written to it (not even `pending` on drop).
+    failed: bool,
+}
+
+impl<F: LogFile> FileLog<F> {
+    pub(crate) fn new(file: F, path: PathBuf, durability: Durability) -> Self {
+        FileLog {
+            file,
+            path,
+            durability,
+            pending: Vec::new(),
+            failed: false,
+        }
+    }
+
+    fn write_pending(&mut self) -> io::Result<()> {
+        let result = self.file.append(&self.pending);
+        self.pending.clear();
+        result
+    }
+}
+
+impl<F: LogFile> SessionLog for FileLog<F> {
+    fn append(&mut self, record: &Record) -> Result<(), Error> {
+        if self.failed {
+            return Err(Error::io(
+                &self.path,
+                io::Error::other("an earlier write to this log failed"),
+            ));
+        }
+        jsonl::encode(record, &mut self.pending)?;
+        let result = match self.durability {
+            Durability::Buffered if self.pending.len() < BUFFER_LIMIT => Ok(()),
+            Durability::Buffered | Durability::Flush => self.write_pending(),
+            Durability::Sync => self.write_pending().and_then(|()| self.file.sync()),
+        };
+        result.map_err(|error| {
+            self.failed = true;
+            Error::io(&self.path, error)
+        })
+    }
+}
+
+impl<F: LogFile> Drop for FileLog<F> {
+    fn drop(&mut self) {
+        if !self.failed && !self.pending.is_empty() {
+            // Best effort: `Buffered` promised nothing more.
+            let _ = self.write_pending();
+        }
+    }
+}
