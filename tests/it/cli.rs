@@ -211,3 +211,89 @@ fn the_ctxmem_projection_imports_back() {
     let original = crate::common::import_fixture_file("idle_gap.jsonl");
     assert_eq!(transcript.messages[33], original.messages[33]);
 }
+
+#[test]
+fn import_into_a_store_then_inspect_and_project_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("sessions");
+    let store = store.to_str().unwrap();
+    let file = fixture("idle_gap.jsonl");
+    let imported = json_of(&[
+        "import",
+        &file,
+        "--store",
+        store,
+        "--session",
+        "lunch",
+        "--json",
+    ]);
+    assert_eq!(imported["session"], "lunch");
+    assert_eq!(imported["messages"], 34);
+
+    let stored = json_of(&[
+        "inspect",
+        "--store",
+        store,
+        "--session",
+        "lunch",
+        "--json",
+        "--at",
+        "2026-01-06T11:10:00Z",
+    ]);
+    assert_eq!(stored["format"], "ctxmem");
+    assert_eq!(stored["messages"], 34);
+    assert_eq!(stored["tool_results"], 8);
+    assert_eq!(stored["max_idle_gap_seconds"], 2 * 3600 + 30);
+
+    let from_store = json_of(&[
+        "project",
+        "--store",
+        store,
+        "--session",
+        "lunch",
+        "--format",
+        "openai",
+        "--at",
+        "2026-01-06T11:10:00Z",
+    ]);
+    let from_file = json_of(&[
+        "project",
+        &file,
+        "--format",
+        "openai",
+        "--at",
+        "2026-01-06T11:10:00Z",
+    ]);
+    assert_eq!(from_store, from_file);
+
+    // A session is never imported over.
+    let again = ctxmem(&["import", &file, "--store", store, "--session", "lunch"]);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
+    // Without --session each file is named after itself.
+    let named = json_of(&[
+        "import",
+        &file,
+        &fixture("codex.jsonl"),
+        "--store",
+        store,
+        "--json",
+    ]);
+    assert_eq!(named[0]["session"], "idle_gap");
+    assert_eq!(named[1]["session"], "codex");
+    let all = json_of(&["inspect", "--store", store, "--json"]);
+    assert_eq!(all.as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn a_missing_store_or_session_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("none");
+    let output = ctxmem(&["inspect", "--store", missing.to_str().unwrap(), "--json"]);
+    assert!(!output.status.success());
+    assert!(!missing.exists(), "inspect must not create a store");
+    let store = dir.path().to_str().unwrap();
+    let output = ctxmem(&["project", "--store", store, "--session", "nope"]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("no session \"nope\""));
+}

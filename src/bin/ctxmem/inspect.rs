@@ -22,10 +22,13 @@ const DEFAULT_DIRS: [&str; 2] = [".claude/projects", ".codex/sessions"];
 /// Report messages, tool traffic, idle gaps and what micro compaction would clear.
 #[derive(Args, Debug)]
 pub struct InspectArgs {
-    /// Log files; none means every session in ~/.claude/projects and ~/.codex/sessions.
+    /// Log files; none (and no --store) means every session in ~/.claude/projects and
+    /// ~/.codex/sessions. With --store and no --session: every stored session.
     files: Vec<PathBuf>,
     #[command(flatten)]
     read: output::ReadArgs,
+    #[command(flatten)]
+    store: output::StoreArgs,
     /// The time "now" is for the projection (RFC 3339); default the current time.
     #[arg(long, value_name = "RFC3339")]
     at: Option<DateTime<Utc>>,
@@ -79,26 +82,22 @@ struct Now {
 }
 
 pub fn run(args: InspectArgs, json: bool) -> anyhow::Result<()> {
-    let files = if args.files.is_empty() {
-        default_files()?
-    } else {
-        args.files
+    let sources = match &args.store.store {
+        Some(dir) => {
+            anyhow::ensure!(args.files.is_empty(), "name files or --store, not both");
+            stored_sessions(dir, args.store.session.as_deref())?
+        }
+        None => files(args.files, &args.read)?,
     };
-    if files.is_empty() {
-        eprintln!(
-            "no sessions found in ~/{} or ~/{}; name a file",
-            DEFAULT_DIRS[0], DEFAULT_DIRS[1]
-        );
+    if sources.is_empty() {
         if json {
             println!("[]");
         }
         return Ok(());
     }
-    let transcripts = output::import_all(&files, &args.read)?;
     let now = args.at.unwrap_or_else(Utc::now);
-    let inspections = files
+    let inspections = sources
         .iter()
-        .zip(&transcripts)
         .map(|(file, transcript)| inspect(file, transcript, now))
         .collect::<anyhow::Result<Vec<_>>>()?;
     if json {
@@ -107,6 +106,44 @@ pub fn run(args: InspectArgs, json: bool) -> anyhow::Result<()> {
         print_human(&inspections);
         Ok(())
     }
+}
+
+/// The named files, or those in the default folders (saying so when there are none).
+fn files(
+    files: Vec<PathBuf>,
+    read: &output::ReadArgs,
+) -> anyhow::Result<Vec<(PathBuf, Transcript)>> {
+    let files = if files.is_empty() {
+        default_files()?
+    } else {
+        files
+    };
+    if files.is_empty() {
+        eprintln!(
+            "no sessions found in ~/{} or ~/{}; name a file",
+            DEFAULT_DIRS[0], DEFAULT_DIRS[1]
+        );
+    }
+    let transcripts = output::import_all(&files, read)?;
+    Ok(files.into_iter().zip(transcripts).collect())
+}
+
+/// One stored session, or all of them.
+fn stored_sessions(
+    dir: &Path,
+    session: Option<&str>,
+) -> anyhow::Result<Vec<(PathBuf, Transcript)>> {
+    let store = output::open_store(dir)?;
+    let ids: Vec<String> = match session {
+        Some(id) => vec![id.to_owned()],
+        None => store.sessions()?.iter().map(|id| id.to_string()).collect(),
+    };
+    if ids.is_empty() {
+        eprintln!("no sessions in {}", dir.display());
+    }
+    ids.iter()
+        .map(|id| output::load_session(&store, id))
+        .collect()
 }
 
 /// Every `.jsonl` file under the default session folders.

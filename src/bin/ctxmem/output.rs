@@ -2,12 +2,12 @@
 //! the `--format` choice, and printing JSON or a table.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use anyhow::Context;
 use clap::Args;
-use ctxmem::{import_file, Format, ImportOptions, Transcript};
+use ctxmem::{import_file, ContextMemory, FileStore, Format, ImportOptions, SessionId, Transcript};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
@@ -113,4 +113,44 @@ pub fn print_table(headers: &[&str], rows: &[Vec<String>]) {
     for row in rows {
         line(row.iter().map(String::as_str).collect());
     }
+}
+
+/// A session store: `--store DIR`, and `--session ID` in it.
+#[derive(Args, Debug)]
+pub struct StoreArgs {
+    /// A FileStore directory.
+    #[arg(long, value_name = "DIR")]
+    pub store: Option<PathBuf>,
+    /// A session in the store.
+    #[arg(long, value_name = "ID", requires = "store")]
+    pub session: Option<String>,
+}
+
+/// Opens an existing store directory (never creates one).
+pub fn open_store(dir: &Path) -> anyhow::Result<FileStore> {
+    anyhow::ensure!(dir.is_dir(), "{}: no such store directory", dir.display());
+    Ok(FileStore::open(dir)?)
+}
+
+/// A stored session read as a transcript: its history as it stands (after its last
+/// full compaction), in the `ctxmem` format. The file it names is the session's log.
+pub fn load_session(store: &FileStore, id: &str) -> anyhow::Result<(PathBuf, Transcript)> {
+    let session = SessionId::new(id)?;
+    anyhow::ensure!(
+        store.sessions()?.contains(&session),
+        "{}: no session {id:?}",
+        store.dir().display()
+    );
+    let log = store.log_path(&session);
+    let memory = ContextMemory::builder()
+        .store(store.clone())
+        .session(session)
+        .build()?;
+    let history = serde_json::to_string(&memory.history())?;
+    let options = ImportOptions {
+        format: Some(Format::Ctxmem),
+        lenient: false,
+    };
+    let transcript = ctxmem::import_str(&history, &log, &options)?;
+    Ok((log, transcript))
 }

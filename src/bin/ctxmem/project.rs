@@ -6,13 +6,16 @@ use chrono::{DateTime, Utc};
 use clap::{Args, ValueEnum};
 use ctxmem::{replay, to_anthropic, to_openai, MicroCompactionConfig};
 
-use crate::output::{self, InputFormat};
+use crate::output::{self, InputFormat, ReadArgs, StoreArgs};
 
 /// Print the projected history as JSON, ready to send.
 #[derive(Args, Debug)]
 pub struct ProjectArgs {
-    /// The log file.
-    file: PathBuf,
+    /// The log file (or --store DIR --session ID).
+    #[arg(required_unless_present = "store")]
+    file: Option<PathBuf>,
+    #[command(flatten)]
+    store: output::StoreArgs,
     /// When the request is made (RFC 3339); default the current time.
     #[arg(long, value_name = "RFC3339")]
     at: Option<DateTime<Utc>>,
@@ -42,18 +45,28 @@ enum OutputFormat {
     Ctxmem,
 }
 
-/// Replays the file's messages recorded up to `--at` with default settings on a
-/// manual clock (full compactions replace the history with their summary), makes one
-/// request at `--at`, and prints what it sends. The output is JSON with or without `--json`.
+/// Replays the messages recorded up to `--at` (of the file, or of the stored session)
+/// with default settings on a manual clock (full compactions replace the history with
+/// their summary), makes one request at `--at`, and prints what it sends. The output
+/// is JSON with or without `--json`. A stored session is only read.
 pub fn run(args: ProjectArgs) -> anyhow::Result<()> {
-    let transcript = output::import_all(
-        &[args.file],
-        &output::ReadArgs {
-            format: args.input_format,
-            lenient: args.lenient,
-        },
-    )?
-    .remove(0);
+    let transcript = match (args.file, &args.store) {
+        (Some(file), StoreArgs { store: None, .. }) => {
+            let read = ReadArgs {
+                format: args.input_format,
+                lenient: args.lenient,
+            };
+            output::import_all(&[file], &read)?.remove(0)
+        }
+        (
+            None,
+            StoreArgs {
+                store: Some(dir),
+                session: Some(id),
+            },
+        ) => output::load_session(&output::open_store(dir)?, id)?.1,
+        _ => anyhow::bail!("name a file, or --store DIR --session ID"),
+    };
     let at = args.at.unwrap_or_else(Utc::now);
     let replayed = replay(
         &transcript.until(at),
