@@ -477,3 +477,21 @@ fn until_cuts_the_transcript_at_a_time() {
     let all = t.until(Utc.with_ymd_and_hms(2030, 1, 1, 0, 0, 0).unwrap());
     assert_eq!(all, t);
 }
+
+#[test]
+fn codex_compaction_with_replacement_history_starts_the_context_there() {
+    let lines = [
+        json!({"timestamp": "2026-02-01T10:00:00Z", "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "old question"}]}}),
+        json!({"timestamp": "2026-02-01T11:00:00Z", "type": "compacted", "payload": {"message": "", "replacement_history": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "old question"}]},
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "summary of the work"}]}
+        ]}}),
+        json!({"timestamp": "2026-02-01T11:00:05Z", "type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "next"}]}}),
+    ];
+    let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    let t = import_text(&text.join("\n"), "rollout.jsonl", None, false).unwrap();
+    assert_eq!(t.format, Format::Codex);
+    assert_eq!(t.compactions, [1]);
+    let context: Vec<_> = t.current_context().iter().map(Message::text).collect();
+    assert_eq!(context, ["old question", "summary of the work", "next"]);
+}
