@@ -43,7 +43,7 @@ pub(crate) fn import(text: &str, builder: &mut TranscriptBuilder) -> Result<(), 
             }
             Some("compacted") => compacted(payload, at, &mut state, builder),
             Some("session_meta") => {
-                session_meta(payload, at, builder);
+                session_meta(payload, at, &mut state, builder);
                 Ok(())
             }
             Some("event_msg") => {
@@ -62,13 +62,18 @@ pub(crate) fn import(text: &str, builder: &mut TranscriptBuilder) -> Result<(), 
 
 /// The session's base instructions (sent as `instructions` with every request) become
 /// the leading system message.
-fn session_meta(payload: &Value, at: Option<DateTime<Utc>>, builder: &mut TranscriptBuilder) {
+fn session_meta(
+    payload: &Value,
+    at: Option<DateTime<Utc>>,
+    state: &mut State,
+    builder: &mut TranscriptBuilder,
+) {
     let instructions = payload
         .get("base_instructions")
         .and_then(|base| json::str_at(base, "text"))
         .or_else(|| json::str_at(payload, "instructions"));
     match instructions {
-        Some(text) => builder.push(json::timed(Message::system(text), at)),
+        Some(text) => input(json::timed(Message::system(text), at), state, builder),
         None => builder.skip("session_meta"),
     }
 }
