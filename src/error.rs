@@ -48,6 +48,16 @@ pub enum Error {
         message: String,
     },
 
+    /// A file that is not in the expected format, where no line can be named (a whole-JSON
+    /// log with a wrong shape, say, or a file whose format cannot be detected).
+    #[error("{path}: {message}")]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it, with the item it is in (`messages[3]: ...`).
+        message: String,
+    },
+
     /// A record written by a newer (or unknown) schema version.
     #[error("{path}: line {line}: unsupported schema version v={version}")]
     UnsupportedVersion {

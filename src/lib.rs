@@ -23,6 +23,7 @@ pub mod compaction;
 pub mod cost;
 pub mod error;
 pub mod event;
+pub mod import;
 pub mod memory;
 pub mod message;
 pub mod micro;
@@ -43,6 +44,10 @@ pub use cost::{
 };
 pub use error::{Error, Result};
 pub use event::{Event, ResetReason};
+pub use import::{
+    detect, import_file, import_str, replay, replay_into, to_anthropic, to_openai, Advance, Format,
+    ImportOptions, ImportReport, Replay, Transcript,
+};
 pub use memory::{ContextMemory, ContextMemoryBuilder};
 pub use message::{ContentBlock, Message, MessageId, Role, ToolCall, Usage};
 pub use micro::{candidate_index, Keep, MicroCompactionConfig, TokenBudget, DEFAULT_PLACEHOLDER};

@@ -708,8 +708,10 @@ impl ContextMemoryBuilder {
         match (&self.store, &self.session) {
             (Some(store), Some(session)) => {
                 let opened = store.open(session)?;
-                for record in opened.records {
-                    state.apply(record)?;
+                for (index, record) in opened.records.into_iter().enumerate() {
+                    state.apply(record).map_err(|error| {
+                        Error::Invalid(format!("session {session}: record {}: {error}", index + 1))
+                    })?;
                 }
                 state.log = Some(opened.log);
                 recovery_events = opened.events;

@@ -4,13 +4,15 @@ use std::path::{Path, PathBuf};
 
 use crate::cost::Session;
 use crate::error::Error;
+use crate::import::{detect, import_str, ImportOptions};
 use crate::message::Message;
 
 /// File extensions a folder walk picks up as sessions.
 const SESSION_EXTENSIONS: [&str; 3] = ["jsonl", "json", "traj"];
 
 /// The session files of `paths`: files as given, folders walked recursively for
-/// `.jsonl`, `.json` and `.traj` files, each folder's files in name order.
+/// `.jsonl`, `.json` and `.traj` files in a format [`load_session`] reads (others,
+/// such as a `manifest.json`, are passed over), each folder's files in name order.
 pub fn session_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
     let mut files = Vec::new();
     for path in paths {
@@ -42,6 +44,7 @@ fn walk(folder: &Path, files: &mut Vec<PathBuf>) -> Result<(), Error> {
             .extension()
             .and_then(|e| e.to_str())
             .is_some_and(|e| SESSION_EXTENSIONS.contains(&e))
+            && recognised(&path)
         {
             files.push(path);
         }
@@ -49,10 +52,37 @@ fn walk(folder: &Path, files: &mut Vec<PathBuf>) -> Result<(), Error> {
     Ok(())
 }
 
-/// Reads a session file: ctxmem's own JSONL, one [`Message`] per line (blank lines
-/// skipped). A bad line is an error naming the file and line.
+/// Whether `path` holds a session [`load_session`] can read; an unreadable file
+/// counts, so that loading it reports the error.
+fn recognised(path: &Path) -> bool {
+    match std::fs::read_to_string(path) {
+        Ok(text) => is_ctxmem_jsonl(&text) || detect(&text, path).is_some(),
+        Err(_) => true,
+    }
+}
+
+/// Whether the first non-blank line is a ctxmem [`Message`].
+fn is_ctxmem_jsonl(text: &str) -> bool {
+    text.lines()
+        .find(|line| !line.trim().is_empty())
+        .is_some_and(|line| serde_json::from_str::<Message>(line).is_ok())
+}
+
+/// Reads a session file: ctxmem's own JSONL (one [`Message`] per line, blank lines
+/// skipped), or any log format the importer detects, with its full compactions.
+/// A bad line is an error naming the file and line.
 pub fn load_session(path: &Path) -> Result<Session, Error> {
     let text = std::fs::read_to_string(path).map_err(|source| Error::io(path, source))?;
+    if !is_ctxmem_jsonl(&text) {
+        let transcript = import_str(&text, path, &ImportOptions::default())?;
+        return Ok(Session {
+            file: path.display().to_string(),
+            format: transcript.format.name().to_owned(),
+            messages: transcript.messages,
+            compactions: transcript.compactions,
+            prefix_tokens: 0,
+        });
+    }
     let mut messages = Vec::new();
     for (index, line) in text.lines().enumerate() {
         if line.trim().is_empty() {

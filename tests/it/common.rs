@@ -68,3 +68,15 @@ pub fn cleared_ids(messages: &[Message]) -> Vec<String> {
 pub fn hours(h: i64) -> Duration {
     Duration::hours(h)
 }
+
+/// A file under `fixtures/import/`.
+pub fn import_fixture(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/import")
+        .join(name)
+}
+
+/// Imports a file under `fixtures/import/`, detecting its format.
+pub fn import_fixture_file(name: &str) -> Transcript {
+    import_file(&import_fixture(name), &ImportOptions::default()).unwrap()
+}

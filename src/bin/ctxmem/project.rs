@@ -1,0 +1,83 @@
+//! `ctxmem project`: the history micro compaction would send, as request JSON.
+
+use std::path::PathBuf;
+
+use chrono::{DateTime, Utc};
+use clap::{Args, ValueEnum};
+use ctxmem::{replay, to_anthropic, to_openai, MicroCompactionConfig};
+
+use crate::output::{self, InputFormat, ReadArgs, StoreArgs};
+
+/// Print the projected history as JSON, ready to send.
+#[derive(Args, Debug)]
+pub struct ProjectArgs {
+    /// The log file (or --store DIR --session ID).
+    #[arg(required_unless_present = "store")]
+    file: Option<PathBuf>,
+    #[command(flatten)]
+    store: output::StoreArgs,
+    /// When the request is made (RFC 3339); default the current time.
+    #[arg(long, value_name = "RFC3339")]
+    at: Option<DateTime<Utc>>,
+    /// The output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Ctxmem)]
+    format: OutputFormat,
+    /// The file's format.
+    #[arg(
+        long,
+        default_value = "auto",
+        value_name = "auto|claude-code|codex|gemini|openhands|swe-agent|openai|anthropic|ctxmem"
+    )]
+    input_format: InputFormat,
+    /// Skip malformed lines (and count them) instead of failing.
+    #[arg(long)]
+    lenient: bool,
+}
+
+/// How the projected history is printed.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum OutputFormat {
+    /// OpenAI Chat Completions `{"messages": [...]}`.
+    Openai,
+    /// Anthropic Messages `{"system": ..., "messages": [...]}`.
+    Anthropic,
+    /// ctxmem's own message JSON, an array.
+    Ctxmem,
+}
+
+/// Replays the messages recorded up to `--at` (of the file, or of the stored session)
+/// with default settings on a manual clock (full compactions replace the history with
+/// their summary), makes one request at `--at`, and prints what it sends. The output
+/// is JSON with or without `--json`. A stored session is only read.
+pub fn run(args: ProjectArgs) -> anyhow::Result<()> {
+    let transcript = match (args.file, &args.store) {
+        (Some(file), StoreArgs { store: None, .. }) => {
+            let read = ReadArgs {
+                format: args.input_format,
+                lenient: args.lenient,
+            };
+            output::import_all(&[file], &read)?.remove(0)
+        }
+        (
+            None,
+            StoreArgs {
+                store: Some(dir),
+                session: Some(id),
+            },
+        ) => output::load_session(&output::open_store(dir)?, id)?.1,
+        _ => anyhow::bail!("name a file, or --store DIR --session ID"),
+    };
+    let at = args.at.unwrap_or_else(Utc::now);
+    let replayed = replay(
+        &transcript.until(at),
+        MicroCompactionConfig::default(),
+        Some(at),
+    )?;
+    let messages = replayed.memory.messages();
+    let body = match args.format {
+        OutputFormat::Openai => to_openai(&messages),
+        OutputFormat::Anthropic => to_anthropic(&messages),
+        OutputFormat::Ctxmem => serde_json::to_value(&messages)?,
+    };
+    output::print_json(&[body])
+}
