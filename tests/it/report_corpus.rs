@@ -31,7 +31,7 @@ fn the_report_runs_on_every_corpus_session() {
             },
             ..ReportOptions::default()
         };
-        let report = Report::build(&[dir.clone()], &options, |_, _| {}).unwrap();
+        let report = Report::build(std::slice::from_ref(&dir), &options, |_, _| {}).unwrap();
         assert!(report.errors.is_empty(), "{:?}", report.errors);
         assert_eq!(report.sessions.len(), SESSIONS);
         for session in &report.sessions {
