@@ -55,6 +55,27 @@ fn series(report: &Report) -> Vec<Series> {
     all
 }
 
+/// The points of a step line through `points`: each value holds until the next.
+fn steps(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let mut out = Vec::with_capacity(2 * points.len());
+    for (number, &(x, y)) in points.iter().enumerate() {
+        if number > 0 {
+            out.push((x, points[number - 1].1));
+        }
+        out.push((x, y));
+    }
+    out
+}
+
+/// `123456.0` as `123k`, small values with two decimals.
+fn short_number(value: &f64) -> String {
+    if value.abs() >= 1000.0 {
+        format!("{:.0}k", value / 1000.0)
+    } else {
+        format!("{value:.2}")
+    }
+}
+
 fn draw_error(path: &Path, error: impl std::fmt::Display) -> Error {
     Error::io(path, std::io::Error::other(error.to_string()))
 }
@@ -93,20 +114,20 @@ pub fn write_svg(report: &Report, path: &Path) -> Result<(), Error> {
         chart
             .configure_mesh()
             .x_desc("hours (sessions end to end)")
+            .y_label_formatter(&short_number)
             .draw()
             .map_err(|e| draw_error(path, e))?;
         for (number, series) in all.iter().enumerate() {
             let color = Palette99::pick(number).to_rgba();
-            let points = if context {
+            let points = steps(if context {
                 &series.context
             } else {
                 &series.cost
-            };
+            });
+            // Earlier series are drawn wider, so that equal lines stay visible.
+            let width = (all.len() - number) as u32;
             chart
-                .draw_series(LineSeries::new(
-                    points.iter().copied(),
-                    color.stroke_width(2),
-                ))
+                .draw_series(LineSeries::new(points, color.stroke_width(width)))
                 .map_err(|e| draw_error(path, e))?
                 .label(series.kind.as_str())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
