@@ -376,8 +376,10 @@ proptest! {
         result_tokens in 10usize..2_000,
         hour in any::<bool>(),
         compaction in prop::option::of(0usize..20),
+        prefix_tokens in prop_oneof![Just(0u64), 1u64..30_000],
     ) {
         let mut session = session(gaps.len(), result_tokens, &gaps);
+        session.prefix_tokens = prefix_tokens;
         if let Some(step) = compaction {
             let index = 2 + 2 * step.min(gaps.len() - 1) + 1;
             session.messages[index] = Message::user("Summary.").with_time(session.messages[index].at().unwrap());
