@@ -146,9 +146,6 @@ pub struct RequestView<'a> {
 
 /// A compaction policy under replay.
 pub trait Strategy {
-    /// Which one it is.
-    fn kind(&self) -> StrategyKind;
-
     /// For each message of `request.messages`, whether it is sent cleared.
     fn cleared(&mut self, request: &RequestView<'_>) -> Result<Vec<bool>, Error>;
 }
@@ -167,14 +164,11 @@ pub fn build_strategy(
     };
     Ok(match kind {
         StrategyKind::None => Box::new(Raw),
-        StrategyKind::Ctxmem => Box::new(MemoryStrategy::new(kind, micro)?),
-        StrategyKind::CtxmemBudget => Box::new(MemoryStrategy::new(
-            kind,
-            MicroCompactionConfig {
-                budget: Some(budget),
-                ..micro
-            },
-        )?),
+        StrategyKind::Ctxmem => Box::new(MemoryStrategy::new(micro)?),
+        StrategyKind::CtxmemBudget => Box::new(MemoryStrategy::new(MicroCompactionConfig {
+            budget: Some(budget),
+            ..micro
+        })?),
         StrategyKind::KeepLastN => Box::new(KeepLastN(MicrocompactMiddleware::new(
             settings.keep_last_n,
             settings.micro.placeholder.clone(),
@@ -193,10 +187,6 @@ pub fn build_strategy(
 struct Raw;
 
 impl Strategy for Raw {
-    fn kind(&self) -> StrategyKind {
-        StrategyKind::None
-    }
-
     fn cleared(&mut self, request: &RequestView<'_>) -> Result<Vec<bool>, Error> {
         Ok(vec![false; request.messages.len()])
     }
@@ -225,10 +215,6 @@ fn middleware_pass(middleware: &MicrocompactMiddleware, messages: &[Message]) ->
 struct KeepLastN(MicrocompactMiddleware);
 
 impl Strategy for KeepLastN {
-    fn kind(&self) -> StrategyKind {
-        StrategyKind::KeepLastN
-    }
-
     fn cleared(&mut self, request: &RequestView<'_>) -> Result<Vec<bool>, Error> {
         Ok(middleware_pass(&self.0, request.messages))
     }
@@ -242,10 +228,6 @@ struct Triggered {
 }
 
 impl Strategy for Triggered {
-    fn kind(&self) -> StrategyKind {
-        StrategyKind::TokenTrigger
-    }
-
     fn cleared(&mut self, request: &RequestView<'_>) -> Result<Vec<bool>, Error> {
         let untouched = vec![false; request.messages.len()];
         let input = request.prefix_tokens + request.message_tokens.iter().sum::<u64>();
@@ -269,7 +251,6 @@ impl Strategy for Triggered {
 
 /// `ctxmem` and `ctxmem-budget`: a real [`ContextMemory`] on a replay clock.
 struct MemoryStrategy {
-    kind: StrategyKind,
     placeholder: String,
     clock: ManualClock,
     memory: ContextMemory,
@@ -280,7 +261,7 @@ struct MemoryStrategy {
 }
 
 impl MemoryStrategy {
-    fn new(kind: StrategyKind, config: MicroCompactionConfig) -> Result<Self, Error> {
+    fn new(config: MicroCompactionConfig) -> Result<Self, Error> {
         let clock = ManualClock::new(DateTime::UNIX_EPOCH);
         let placeholder = config.placeholder.clone();
         let memory = ContextMemory::builder()
@@ -288,7 +269,6 @@ impl MemoryStrategy {
             .clock(clock.clone())
             .build()?;
         Ok(MemoryStrategy {
-            kind,
             placeholder,
             clock,
             memory,
@@ -299,10 +279,6 @@ impl MemoryStrategy {
 }
 
 impl Strategy for MemoryStrategy {
-    fn kind(&self) -> StrategyKind {
-        self.kind
-    }
-
     fn cleared(&mut self, request: &RequestView<'_>) -> Result<Vec<bool>, Error> {
         match self.start {
             Some(start) if start == request.start => {}
