@@ -1,13 +1,13 @@
 //! The public API as issues 2 to 5 name it, written the way an outside user who read
 //! only the issues would: `use ctxmem::*;` and nothing else from the crate. Compiling
 //! this file checks the names, signatures and derives; running it checks the
-//! behaviour the issues describe for them.
+//! behaviour the issues describe for them. Futures run on `pollster`, the executor
+//! issue 3 suggests for tests.
 
 use std::collections::HashSet;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use ctxmem::*;
@@ -19,22 +19,6 @@ fn start() -> DateTime<Utc> {
 /// A tool-result body well above the default `min_tokens` (20).
 fn long(text: &str) -> String {
     format!("{text} {}", "x".repeat(400))
-}
-
-/// Polls a future that needs no waking (ctxmem's futures never wait on I/O).
-fn block_on<F: Future>(future: F) -> F::Output {
-    struct NoWake;
-    impl Wake for NoWake {
-        fn wake(self: Arc<Self>) {}
-    }
-    let waker = Waker::from(Arc::new(NoWake));
-    let mut cx = Context::from_waker(&waker);
-    let mut future = std::pin::pin!(future);
-    loop {
-        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
-            return output;
-        }
-    }
 }
 
 fn assert_send_sync_static<T: Send + Sync + 'static>() {}
@@ -467,16 +451,20 @@ fn context_compaction_hooks_are_boxable() {
         Message::tool_result("b", long("listing")),
     ];
 
-    let outcome = block_on(hooks[0].compact(&session, &messages)).unwrap();
+    let outcome = pollster::block_on(hooks[0].compact(&session, &messages)).unwrap();
     assert_eq!(outcome.kind, CompactionKind::FullCompaction);
     assert_eq!(outcome.messages, messages[4..]);
 
     let micro = &hooks[1];
     assert_eq!(micro.token_count_hint(&session), None);
-    assert_eq!(block_on(micro.compact(&session, &messages)), None, "warm");
+    assert_eq!(
+        pollster::block_on(micro.compact(&session, &messages)),
+        None,
+        "warm"
+    );
     let warm_tokens = micro.token_count_hint(&session).unwrap();
     clock.advance(Duration::hours(2));
-    let outcome = block_on(micro.compact(&session, &messages)).expect("after the gap");
+    let outcome = pollster::block_on(micro.compact(&session, &messages)).expect("after the gap");
     assert_eq!(outcome.kind, CompactionKind::MicroCompaction);
     assert_eq!(
         outcome.messages[2].text(),
@@ -484,7 +472,7 @@ fn context_compaction_hooks_are_boxable() {
     );
     assert_eq!(outcome.messages[4], messages[4]);
     assert!(micro.token_count_hint(&session).unwrap() < warm_tokens);
-    let again = block_on(micro.compact(&session, &messages)).unwrap();
+    let again = pollster::block_on(micro.compact(&session, &messages)).unwrap();
     assert_eq!(again, outcome, "stable across calls");
 }
 
@@ -518,7 +506,7 @@ fn summarizing_compactor_installs_a_summary_and_keeps_pairs() {
     let recording = Recording::default();
     let compactor = SummarizingCompactor::new(full, recording.clone());
     let hook: &dyn ContextCompaction = &compactor;
-    let outcome = block_on(hook.compact(&session, &messages)).unwrap();
+    let outcome = pollster::block_on(hook.compact(&session, &messages)).unwrap();
     let received = recording.0.lock().unwrap();
     assert_eq!(received.len(), 1);
     assert_eq!(received[0], messages[..messages.len() - 2]);
