@@ -12,10 +12,10 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// The id [`ContextMemory::push`](crate::ContextMemory::push) assigns to a stored message.
 ///
 /// Ids are strictly increasing within one memory and never reused, not even after a
-/// `clear()`, so `a < b` means "`a` was stored before `b`".
+/// `clear()`, so `a < b` means "`a` was stored before `b`". The first id is 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct MessageId(u64);
+pub struct MessageId(pub u64);
 
 impl MessageId {
     /// Wraps a raw id.

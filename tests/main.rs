@@ -1,5 +1,7 @@
 //! The one integration-test binary; each area is a module under `tests/it/`.
 
+#[path = "it/api.rs"]
+mod api;
 #[cfg(feature = "cli")]
 #[path = "it/cli.rs"]
 mod cli;
