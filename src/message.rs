@@ -339,18 +339,17 @@ impl Message {
         &self.0.content
     }
 
-    /// The text blocks joined with newlines (other blocks are left out).
+    /// The text blocks concatenated (as tinyagents and kimi-code do); other blocks are
+    /// left out.
     pub fn text(&self) -> String {
-        let mut texts = self.0.content.iter().filter_map(|block| match block {
-            ContentBlock::Text { text } => Some(text.as_str()),
-            _ => None,
-        });
-        let first = texts.next().unwrap_or_default().to_owned();
-        texts.fold(first, |mut joined, text| {
-            joined.push('\n');
-            joined.push_str(text);
-            joined
-        })
+        self.0
+            .content
+            .iter()
+            .filter_map(|block| match block {
+                ContentBlock::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
     }
 
     /// The tool calls of an assistant message.

@@ -78,7 +78,7 @@ fn message_constructors_builders_and_accessors() {
         ContentBlock::Text { text: "b".into() },
     ]);
     assert_eq!(rich.content().len(), 5, "with_content replaces the blocks");
-    assert_eq!(rich.text(), "a\nb", "the Text blocks, joined");
+    assert_eq!(rich.text(), "ab", "the Text blocks, concatenated");
 
     // Clone + Debug + PartialEq + Serialize + Deserialize.
     let json = serde_json::to_string(&rich).unwrap();
