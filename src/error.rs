@@ -69,12 +69,10 @@ pub enum Error {
         version: u64,
     },
 
-    /// Another writer holds the session (another process, or another open in this one).
-    #[error("session {session} is locked by another writer")]
-    Locked {
-        /// The session id.
-        session: String,
-    },
+    /// Another writer holds the session (another process, or another open in this
+    /// one). Holds the session id.
+    #[error("session {0} is locked by another writer")]
+    Locked(String),
 
     /// An earlier write failed, so this memory refuses further writes rather than
     /// diverge from what is on disk. Reopen the session to recover.

@@ -160,9 +160,7 @@ impl FileStore {
                 Err(error) => return Err(io_error(error)),
             };
             if !try_lock(&file).map_err(io_error)? {
-                return Err(Error::Locked {
-                    session: session.to_string(),
-                });
+                return Err(Error::Locked(session.to_string()));
             }
             let locked = file.metadata().map_err(io_error)?;
             if !locked.is_file() {

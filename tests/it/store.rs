@@ -378,7 +378,7 @@ fn a_second_open_of_a_session_is_locked() {
     memory.push(Message::user("mine")).unwrap();
     for attempt in [store.clone(), FileStore::open(store.dir()).unwrap()] {
         let error = reopen(&attempt, &id, &clock).unwrap_err();
-        assert!(matches!(&error, Error::Locked { session } if session == "busy"));
+        assert!(matches!(&error, Error::Locked(session) if session == "busy"));
         assert!(error.to_string().contains("busy"), "{error}");
     }
     assert!(matches!(store.delete(&id), Err(Error::Locked { .. })));
