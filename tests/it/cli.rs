@@ -297,3 +297,26 @@ fn a_missing_store_or_session_is_an_error() {
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("no session \"nope\""));
 }
+
+#[test]
+fn two_files_named_alike_never_share_a_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    for (folder, source) in [(&a, "claude_code.jsonl"), (&b, "codex.jsonl")] {
+        std::fs::create_dir(folder).unwrap();
+        std::fs::copy(import_fixture(source), folder.join("x.jsonl")).unwrap();
+    }
+    let store = dir.path().join("store");
+    let output = ctxmem(&[
+        "import",
+        a.join("x.jsonl").to_str().unwrap(),
+        b.join("x.jsonl").to_str().unwrap(),
+        "--store",
+        store.to_str().unwrap(),
+    ]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("session x"), "{stderr}");
+    // Nothing is stored: the clash is found before any session is written.
+    assert!(!store.join("x.jsonl").exists());
+}
