@@ -320,3 +320,19 @@ fn two_files_named_alike_never_share_a_session() {
     // Nothing is stored: the clash is found before any session is written.
     assert!(!store.join("x.jsonl").exists());
 }
+
+#[test]
+fn a_reader_that_stops_early_gets_no_panic_trace() {
+    // The reader closes the pipe before ctxmem writes (as `ctxmem ... | head` does).
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxmem"))
+        .args(["inspect", "--json", &fixture("idle_gap.jsonl")])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(output.status.success(), "{stderr}");
+}

@@ -10,7 +10,7 @@ use ctxmem::{
 };
 use serde::Serialize;
 
-use crate::output;
+use crate::output::{self, outln};
 
 /// Import agent logs (Claude Code, Codex, Gemini CLI, OpenHands, SWE-agent, OpenAI,
 /// Anthropic, ctxmem) into a FileStore, or without --store only report what was read,
@@ -105,17 +105,17 @@ pub fn run(args: ImportArgs, json: bool) -> anyhow::Result<()> {
             ]
         })
         .collect();
-    output::print_table(&headers, &rows);
+    output::print_table(&headers, &rows)?;
     for i in &imported {
         if let (Some(session), Some(dir)) = (&i.session, &args.store.store) {
-            println!(
+            outln!(
                 "{}: stored as session {session} in {}",
                 i.file,
                 dir.display()
-            );
+            )?;
         }
         for note in &i.report.notes {
-            println!("{}: {note}", i.file);
+            outln!("{}: {note}", i.file)?;
         }
     }
     Ok(())

@@ -11,7 +11,7 @@ use ctxmem::{
 };
 use serde::Serialize;
 
-use crate::output;
+use crate::output::{self, outln};
 
 /// How many of the largest idle gaps are listed.
 const GAPS_LISTED: usize = 5;
@@ -91,7 +91,7 @@ pub fn run(args: InspectArgs, json: bool) -> anyhow::Result<()> {
     };
     if sources.is_empty() {
         if json {
-            println!("[]");
+            outln!("[]")?;
         }
         return Ok(());
     }
@@ -103,8 +103,7 @@ pub fn run(args: InspectArgs, json: bool) -> anyhow::Result<()> {
     if json {
         output::print_json(&inspections)
     } else {
-        print_human(&inspections);
-        Ok(())
+        print_human(&inspections)
     }
 }
 
@@ -266,7 +265,7 @@ fn body_bytes(message: &Message) -> usize {
     content + calls
 }
 
-fn print_human(inspections: &[Inspection]) {
+fn print_human(inspections: &[Inspection]) -> anyhow::Result<()> {
     let headers = [
         "file",
         "format",
@@ -300,36 +299,40 @@ fn print_human(inspections: &[Inspection]) {
             ]
         })
         .collect();
-    output::print_table(&headers, &rows);
+    output::print_table(&headers, &rows)?;
     for inspection in inspections {
-        println!("\n{}", inspection.file);
+        outln!("\n{}", inspection.file)?;
         for gap in &inspection.largest_idle_gaps {
-            println!(
+            outln!(
                 "  idle {} after message {} ({})",
                 duration(gap.seconds),
                 gap.after_message,
                 gap.from
-            );
+            )?;
         }
         for advance in &inspection.micro_compaction.at_gaps {
-            println!(
+            outln!(
                 "  at {} (before message {}): clears {} results, ~{} -> ~{} tokens",
                 advance.at,
                 advance.before_message,
                 advance.cleared,
                 advance.from_tokens,
                 advance.to_tokens
-            );
+            )?;
         }
         let now = &inspection.micro_compaction.now;
-        println!(
+        outln!(
             "  now ({}): clears {} results, ~{} -> ~{} tokens",
-            now.at, now.cleared, now.tokens_before, now.tokens_after
-        );
+            now.at,
+            now.cleared,
+            now.tokens_before,
+            now.tokens_after
+        )?;
         for note in &inspection.notes {
-            println!("  note: {note}");
+            outln!("  note: {note}")?;
         }
     }
+    Ok(())
 }
 
 /// Seconds as `1h02m`, `5m10s` or `12s`.
