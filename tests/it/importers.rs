@@ -495,3 +495,25 @@ fn codex_compaction_with_replacement_history_starts_the_context_there() {
     let context: Vec<_> = t.current_context().iter().map(Message::text).collect();
     assert_eq!(context, ["old question", "summary of the work", "next"]);
 }
+
+#[test]
+fn codex_compaction_right_after_a_response_does_not_merge_into_it() {
+    // No token_count closes the response before the compaction: its replacement history
+    // still starts a context of its own, and its assistant item is a message of its own.
+    let lines = [
+        json!({"timestamp": "2026-02-01T10:00:00Z", "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "old question"}]}}),
+        json!({"timestamp": "2026-02-01T10:00:05Z", "type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "old answer"}]}}),
+        json!({"timestamp": "2026-02-01T11:00:00Z", "type": "compacted", "payload": {"message": "", "replacement_history": [
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "summary of the work"}]}
+        ]}}),
+        json!({"timestamp": "2026-02-01T11:00:05Z", "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go on"}]}}),
+    ];
+    let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    let t = import_text(&text.join("\n"), "rollout.jsonl", None, false).unwrap();
+    let all: Vec<_> = t.messages.iter().map(Message::text).collect();
+    assert_eq!(
+        all,
+        ["old question", "old answer", "summary of the work", "go on"]
+    );
+    assert_eq!(t.compactions, [2]);
+}
