@@ -119,11 +119,14 @@ pub fn run(args: ReportArgs, json: bool) -> anyhow::Result<()> {
             .with_context(|| format!("writing {}", plot.display()))?;
     }
     if let Some(first) = report.errors.first() {
+        let error = if first.error.contains(&first.file) {
+            first.error.clone()
+        } else {
+            format!("{}: {}", first.file, first.error)
+        };
         bail!(
-            "{} file(s) could not be reported on, first {}: {}",
-            report.errors.len(),
-            first.file,
-            first.error
+            "{} file(s) could not be reported on, first {error}",
+            report.errors.len()
         );
     }
     Ok(())
