@@ -517,3 +517,26 @@ fn codex_compaction_right_after_a_response_does_not_merge_into_it() {
     );
     assert_eq!(t.compactions, [2]);
 }
+
+#[test]
+fn ctxmem_jsonl_sessions_import_like_any_log() {
+    // The report's sample sessions: one ctxmem message per line.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sessions/bugfix-evening.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines = text.lines().filter(|l| !l.trim().is_empty()).count();
+    let t = import_file(&path, &ImportOptions::default()).unwrap();
+    assert_eq!(t.format, Format::Ctxmem);
+    assert_eq!(t.messages.len(), lines);
+    assert!(t.report.has_timestamps);
+    // A bad line names its number.
+    let broken = format!("{}\n{{\"role\": 7}}\n", text.lines().next().unwrap());
+    let error = import_str(&broken, Path::new("s.jsonl"), &ImportOptions::default()).unwrap_err();
+    assert!(matches!(error, Error::Corrupt { line: 2, .. }), "{error}");
+}
+
+#[test]
+fn a_one_message_ctxmem_jsonl_file_imports() {
+    let line = serde_json::to_string(&Message::user("hi")).unwrap();
+    let t = import_str(&line, Path::new("one.jsonl"), &ImportOptions::default()).unwrap();
+    assert_eq!((t.format, t.messages.len()), (Format::Ctxmem, 1));
+}
