@@ -336,3 +336,38 @@ fn a_reader_that_stops_early_gets_no_panic_trace() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(output.status.success(), "{stderr}");
 }
+
+#[test]
+fn inspect_passes_over_files_in_folders_that_hold_no_session() {
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join(".claude/projects/demo");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::copy(import_fixture("claude_code.jsonl"), project.join("a.jsonl")).unwrap();
+    // Claude Code leaves empty and summary-only files next to real sessions.
+    std::fs::write(project.join("empty.jsonl"), "").unwrap();
+    std::fs::write(
+        project.join("summary.jsonl"),
+        "{\"type\":\"summary\",\"summary\":\"Demo\",\"leafUuid\":\"u1\"}\n",
+    )
+    .unwrap();
+    let inspect = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_ctxmem"))
+            .args(args)
+            .env("HOME", home.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "{stderr}");
+        serde_json::from_slice::<Value>(&output.stdout).unwrap()
+    };
+    let at = "2026-01-06T00:00:00Z";
+    let by_default = inspect(&["inspect", "--json", "--at", at]);
+    assert_eq!(
+        by_default["file"],
+        project.join("a.jsonl").to_str().unwrap()
+    );
+    assert_eq!(by_default["messages"], 8);
+    // A folder named on the command line is walked the same way.
+    let named = inspect(&["inspect", "--json", "--at", at, project.to_str().unwrap()]);
+    assert_eq!(named, by_default);
+}

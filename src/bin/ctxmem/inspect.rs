@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use clap::Args;
+use ctxmem::report::session_files;
 use ctxmem::{
     replay, Advance, CharEstimator, ContentBlock, Format, Message, MicroCompactionConfig, Role,
     TokenEstimator, Transcript,
@@ -22,7 +23,7 @@ const DEFAULT_DIRS: [&str; 2] = [".claude/projects", ".codex/sessions"];
 /// Report messages, tool traffic, idle gaps and what micro compaction would clear.
 #[derive(Args, Debug)]
 pub struct InspectArgs {
-    /// Log files; none (and no --store) means every session in ~/.claude/projects and
+    /// Log files or folders of them; none (and no --store) means every session in ~/.claude/projects and
     /// ~/.codex/sessions. With --store and no --session: every stored session.
     files: Vec<PathBuf>,
     #[command(flatten)]
@@ -107,7 +108,8 @@ pub fn run(args: InspectArgs, json: bool) -> anyhow::Result<()> {
     }
 }
 
-/// The named files, or those in the default folders (saying so when there are none).
+/// The named files (folders walked for the sessions in them), or the sessions in the
+/// default folders (saying so when there are none).
 fn files(
     files: Vec<PathBuf>,
     read: &output::ReadArgs,
@@ -115,7 +117,7 @@ fn files(
     let files = if files.is_empty() {
         default_files()?
     } else {
-        files
+        session_files(&files)?
     };
     if files.is_empty() {
         eprintln!(
@@ -145,30 +147,17 @@ fn stored_sessions(
         .collect()
 }
 
-/// Every `.jsonl` file under the default session folders.
+/// Every session file under the default session folders that exist.
 fn default_files() -> anyhow::Result<Vec<PathBuf>> {
     let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
         anyhow::bail!("HOME is not set; name a file");
     };
-    let mut files = Vec::new();
-    for dir in DEFAULT_DIRS {
-        collect_jsonl(&home.join(dir), &mut files);
-    }
-    files.sort();
-    Ok(files)
-}
-
-fn collect_jsonl(dir: &Path, files: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for path in entries.flatten().map(|entry| entry.path()) {
-        if path.is_dir() {
-            collect_jsonl(&path, files);
-        } else if path.extension().is_some_and(|ext| ext == "jsonl") {
-            files.push(path);
-        }
-    }
+    let dirs: Vec<PathBuf> = DEFAULT_DIRS
+        .iter()
+        .map(|dir| home.join(dir))
+        .filter(|dir| dir.is_dir())
+        .collect();
+    Ok(session_files(&dirs)?)
 }
 
 fn inspect(file: &Path, transcript: &Transcript, now: DateTime<Utc>) -> anyhow::Result<Inspection> {
