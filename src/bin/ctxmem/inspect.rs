@@ -23,8 +23,9 @@ const DEFAULT_DIRS: [&str; 2] = [".claude/projects", ".codex/sessions"];
 /// Report messages, tool traffic, idle gaps and what micro compaction would clear.
 #[derive(Args, Debug)]
 pub struct InspectArgs {
-    /// Log files or folders of them; none (and no --store) means every session in ~/.claude/projects and
-    /// ~/.codex/sessions. With --store and no --session: every stored session.
+    /// Log files or folders of them; none (and no --store) means every session in
+    /// ~/.claude/projects and ~/.codex/sessions. With --store and no --session: every
+    /// stored session.
     files: Vec<PathBuf>,
     #[command(flatten)]
     read: output::ReadArgs,
