@@ -119,13 +119,8 @@ pub fn run(args: ReportArgs, json: bool) -> anyhow::Result<()> {
             .with_context(|| format!("writing {}", plot.display()))?;
     }
     if let Some(first) = report.errors.first() {
-        let error = if first.error.contains(&first.file) {
-            first.error.clone()
-        } else {
-            format!("{}: {}", first.file, first.error)
-        };
         bail!(
-            "{} file(s) could not be reported on, first {error}",
+            "{} file(s) could not be reported on, first {first}",
             report.errors.len()
         );
     }
