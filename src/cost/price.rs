@@ -164,14 +164,43 @@ impl PriceProfile {
         }
     }
 
-    /// Loads a profile from a JSON file with this struct's fields.
+    /// Loads a profile from a JSON file with this struct's fields. Prices must be
+    /// finite and not negative, the input price above zero (cache ratios divide by
+    /// it), and at least one TTL offered.
     pub fn from_json_file(path: &Path) -> Result<Self, Error> {
         let text = std::fs::read_to_string(path).map_err(|source| Error::io(path, source))?;
-        serde_json::from_str(&text).map_err(|error| Error::Corrupt {
+        let profile: PriceProfile =
+            serde_json::from_str(&text).map_err(|error| Error::Corrupt {
+                path: path.to_owned(),
+                line: error.line(),
+                message: error.to_string(),
+            })?;
+        profile.check().map_err(|message| Error::Format {
             path: path.to_owned(),
-            line: error.line(),
-            message: error.to_string(),
-        })
+            message,
+        })?;
+        Ok(profile)
+    }
+
+    /// Why the profile cannot price requests, if it cannot.
+    fn check(&self) -> Result<(), String> {
+        let prices = [
+            ("input", self.input),
+            ("output", self.output),
+            ("cache_read", self.cache_read),
+            ("cache_write_5m", self.cache_write_5m),
+            ("cache_write_1h", self.cache_write_1h),
+        ];
+        if let Some((name, price)) = prices.iter().find(|(_, p)| !p.is_finite() || *p < 0.0) {
+            return Err(format!("price {name} = {price} is not a price"));
+        }
+        if self.input == 0.0 {
+            return Err("the input price must be above zero".into());
+        }
+        if self.ttls.is_empty() {
+            return Err("no cache TTL offered (\"ttls\" is empty)".into());
+        }
+        Ok(())
     }
 
     /// The price of writing a token to the cache with `ttl`.

@@ -242,6 +242,8 @@ fn compacted(
     builder: &mut TranscriptBuilder,
 ) -> Handled {
     builder.compact_next();
+    // The compaction ends the current response: what follows is a new context.
+    state.response += 1;
     match payload.get("replacement_history").and_then(Value::as_array) {
         Some(items) => {
             for item in items {

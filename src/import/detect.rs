@@ -37,6 +37,9 @@ pub fn detect(text: &str, path: &Path) -> Option<Format> {
 
 /// The format a JSONL line belongs to.
 fn line_format(line: &Value) -> Option<Format> {
+    if super::ctxmem::is_message(line) {
+        return Some(Format::Ctxmem);
+    }
     let gemini_header = line.get("projectHash").is_some() && line.get("startTime").is_some();
     if gemini_header || line.get("$set").is_some() || line.get("$rewindTo").is_some() {
         return Some(Format::Gemini);

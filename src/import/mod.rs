@@ -67,7 +67,7 @@ pub enum Format {
     /// Anthropic Messages request JSON (`system`, `messages`).
     Anthropic,
     /// ctxmem's own message JSON (what `ctxmem project --format ctxmem` prints, and
-    /// what a stored session holds).
+    /// what a stored session holds), as an array or one message per line.
     Ctxmem,
 }
 

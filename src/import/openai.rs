@@ -3,7 +3,8 @@
 //! Import takes `{"messages": [...]}` or a bare array: `system`/`developer`, `user`,
 //! `assistant` (with `tool_calls`) and `tool` (with `tool_call_id`) messages. Export
 //! gives `{"messages": [...]}`; content that is one text block is a string, other
-//! content an array of parts. Thinking blocks have no Chat Completions field and are
+//! content an array of parts, and no content `null` on an assistant message and `""`
+//! on the others (which the API requires to have content). Thinking blocks have no Chat Completions field and are
 //! left out of the export.
 
 use serde_json::{json, Value};
@@ -138,9 +139,14 @@ pub fn to_openai(messages: &[Message]) -> Value {
 }
 
 fn message_json(message: &Message) -> Value {
+    let content = match content_json(message.content()) {
+        // Only an assistant message may go without content; the others need text.
+        Value::Null if message.role() != Role::Assistant => Value::String(String::new()),
+        content => content,
+    };
     let mut out = json!({
         "role": message.role().as_str(),
-        "content": content_json(message.content()),
+        "content": content,
     });
     match message.role() {
         Role::Assistant if !message.tool_calls().is_empty() => {

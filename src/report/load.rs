@@ -4,8 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cost::Session;
 use crate::error::Error;
-use crate::import::{detect, import_str, ImportOptions};
-use crate::message::Message;
+use crate::import::{detect, import_file, ImportOptions};
 
 /// File extensions a folder walk picks up as sessions.
 const SESSION_EXTENSIONS: [&str; 3] = ["jsonl", "json", "traj"];
@@ -56,50 +55,21 @@ fn walk(folder: &Path, files: &mut Vec<PathBuf>) -> Result<(), Error> {
 /// counts, so that loading it reports the error.
 fn recognised(path: &Path) -> bool {
     match std::fs::read_to_string(path) {
-        Ok(text) => is_ctxmem_jsonl(&text) || detect(&text, path).is_some(),
+        Ok(text) => detect(&text, path).is_some(),
         Err(_) => true,
     }
 }
 
-/// Whether the first non-blank line is a ctxmem [`Message`].
-fn is_ctxmem_jsonl(text: &str) -> bool {
-    text.lines()
-        .find(|line| !line.trim().is_empty())
-        .is_some_and(|line| serde_json::from_str::<Message>(line).is_ok())
-}
-
-/// Reads a session file: ctxmem's own JSONL (one [`Message`] per line, blank lines
-/// skipped), or any log format the importer detects, with its full compactions.
-/// A bad line is an error naming the file and line.
+/// Reads a session file in any format the importer detects (ctxmem's own JSONL
+/// included), with its full compactions. A bad line is an error naming the file and
+/// line.
 pub fn load_session(path: &Path) -> Result<Session, Error> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::io(path, source))?;
-    if !is_ctxmem_jsonl(&text) {
-        let transcript = import_str(&text, path, &ImportOptions::default())?;
-        return Ok(Session {
-            file: path.display().to_string(),
-            format: transcript.format.name().to_owned(),
-            messages: transcript.messages,
-            compactions: transcript.compactions,
-            prefix_tokens: 0,
-        });
-    }
-    let mut messages = Vec::new();
-    for (index, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let message: Message = serde_json::from_str(line).map_err(|error| Error::Corrupt {
-            path: path.to_owned(),
-            line: index + 1,
-            message: error.to_string(),
-        })?;
-        messages.push(message);
-    }
+    let transcript = import_file(path, &ImportOptions::default())?;
     Ok(Session {
         file: path.display().to_string(),
-        format: "ctxmem".into(),
-        messages,
-        compactions: Vec::new(),
+        format: transcript.format.name().to_owned(),
+        messages: transcript.messages,
+        compactions: transcript.compactions,
         prefix_tokens: 0,
     })
 }

@@ -179,6 +179,17 @@ pub struct FileError {
     pub error: String,
 }
 
+impl std::fmt::Display for FileError {
+    /// The error, led by the file unless its text already names it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.error.contains(&self.file) {
+            f.write_str(&self.error)
+        } else {
+            write!(f, "{}: {}", self.file, self.error)
+        }
+    }
+}
+
 /// The whole report: `{"sessions", "totals", "cache_model_agreement", ...}` in JSON.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {

@@ -103,7 +103,7 @@ impl Report {
             );
         }
         for error in &self.errors {
-            let _ = writeln!(out, "skipped {}: {}", error.file, error.error);
+            let _ = writeln!(out, "skipped {error}");
         }
         out
     }

@@ -297,3 +297,77 @@ fn a_missing_store_or_session_is_an_error() {
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("no session \"nope\""));
 }
+
+#[test]
+fn two_files_named_alike_never_share_a_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    for (folder, source) in [(&a, "claude_code.jsonl"), (&b, "codex.jsonl")] {
+        std::fs::create_dir(folder).unwrap();
+        std::fs::copy(import_fixture(source), folder.join("x.jsonl")).unwrap();
+    }
+    let store = dir.path().join("store");
+    let output = ctxmem(&[
+        "import",
+        a.join("x.jsonl").to_str().unwrap(),
+        b.join("x.jsonl").to_str().unwrap(),
+        "--store",
+        store.to_str().unwrap(),
+    ]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("session x"), "{stderr}");
+    // Nothing is stored: the clash is found before any session is written.
+    assert!(!store.join("x.jsonl").exists());
+}
+
+#[test]
+fn a_reader_that_stops_early_gets_no_panic_trace() {
+    // The reader closes the pipe before ctxmem writes (as `ctxmem ... | head` does).
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxmem"))
+        .args(["inspect", "--json", &fixture("idle_gap.jsonl")])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(output.status.success(), "{stderr}");
+}
+
+#[test]
+fn inspect_passes_over_files_in_folders_that_hold_no_session() {
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join(".claude/projects/demo");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::copy(import_fixture("claude_code.jsonl"), project.join("a.jsonl")).unwrap();
+    // Claude Code leaves empty and summary-only files next to real sessions.
+    std::fs::write(project.join("empty.jsonl"), "").unwrap();
+    std::fs::write(
+        project.join("summary.jsonl"),
+        "{\"type\":\"summary\",\"summary\":\"Demo\",\"leafUuid\":\"u1\"}\n",
+    )
+    .unwrap();
+    let inspect = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_ctxmem"))
+            .args(args)
+            .env("HOME", home.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "{stderr}");
+        serde_json::from_slice::<Value>(&output.stdout).unwrap()
+    };
+    let at = "2026-01-06T00:00:00Z";
+    let by_default = inspect(&["inspect", "--json", "--at", at]);
+    assert_eq!(
+        by_default["file"],
+        project.join("a.jsonl").to_str().unwrap()
+    );
+    assert_eq!(by_default["messages"], 8);
+    // A folder named on the command line is walked the same way.
+    let named = inspect(&["inspect", "--json", "--at", at, project.to_str().unwrap()]);
+    assert_eq!(named, by_default);
+}

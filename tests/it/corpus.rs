@@ -191,3 +191,55 @@ fn codex_token_counts_are_not_doubled() {
     assert_eq!(output, last_total["output_tokens"].as_u64().unwrap());
     assert_eq!(input, last_total["input_tokens"].as_u64().unwrap());
 }
+
+#[test]
+fn claude_code_tool_results_keep_is_error_and_their_call_names() {
+    let Some(root) = corpus() else { return };
+    for name in EXPECTED
+        .iter()
+        .map(|e| e.0)
+        .filter(|n| n.starts_with("claude_code/"))
+    {
+        let text = std::fs::read_to_string(root.join(name)).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let only_sidechains = lines
+            .iter()
+            .filter(|l| matches!(l["type"].as_str(), Some("user" | "assistant")))
+            .all(|l| l["isSidechain"] == true);
+        let kept = lines
+            .iter()
+            .filter(|l| only_sidechains || l["isSidechain"] != true);
+        let mut errors = 0;
+        let mut names = std::collections::HashMap::new();
+        for line in kept {
+            for block in line["message"]["content"].as_array().into_iter().flatten() {
+                match block["type"].as_str() {
+                    Some("tool_result") if block["is_error"] == true => errors += 1,
+                    Some("tool_use") => {
+                        names.insert(
+                            block["id"].as_str().unwrap(),
+                            block["name"].as_str().unwrap(),
+                        );
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let transcript = import_file(&root.join(name), &ImportOptions::default()).unwrap();
+        let results: Vec<_> = transcript
+            .messages
+            .iter()
+            .filter(|m| m.role() == Role::Tool)
+            .collect();
+        let imported_errors = results.iter().filter(|m| m.is_error()).count();
+        assert_eq!(imported_errors, errors, "{name}");
+        for result in results {
+            let id = result.tool_call_id().unwrap();
+            assert_eq!(result.tool_name(), names.get(id).copied(), "{name}: {id}");
+        }
+    }
+}

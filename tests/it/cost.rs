@@ -407,6 +407,29 @@ fn a_price_profile_loads_from_json_and_bad_files_name_their_line() {
 }
 
 #[test]
+fn a_price_profile_that_cannot_price_is_refused() {
+    let folder = tempfile::tempdir().unwrap();
+    let path = folder.path().join("prices.json");
+    let broken: [fn(&mut PriceProfile); 4] = [
+        |p| p.input = 0.0,
+        |p| p.output = -1.0,
+        |p| p.cache_write_1h = f64::NAN,
+        |p| p.ttls.clear(),
+    ];
+    for (case, breakage) in broken.iter().enumerate() {
+        let mut profile = PriceProfile::anthropic();
+        breakage(&mut profile);
+        // NaN is written as null, which does not parse as a price either.
+        std::fs::write(&path, serde_json::to_string(&profile).unwrap()).unwrap();
+        let error = PriceProfile::from_json_file(&path).unwrap_err();
+        assert!(
+            error.to_string().starts_with(&path.display().to_string()),
+            "case {case}: {error}"
+        );
+    }
+}
+
+#[test]
 fn ttls_and_strategies_parse_from_their_report_names() {
     for ttl in [Ttl::FiveMinutes, Ttl::OneHour, Ttl::OneDay] {
         assert_eq!(ttl.as_str().parse::<Ttl>().unwrap(), ttl);

@@ -146,3 +146,17 @@ fn real_sessions_survive_both_exports() {
         .collect();
     assert_same(&got, &expected);
 }
+
+#[test]
+fn openai_export_gives_an_empty_tool_result_text_not_null() {
+    // Chat Completions refuses a tool (or user) message whose content is null; only an
+    // assistant message that calls tools may go without.
+    let call = ToolCall::new("c1", "touch", json!({}));
+    let body = to_openai(&[
+        Message::assistant_with_tool_calls("", vec![call]),
+        // A Claude Code tool_result without content imports with no blocks.
+        Message::tool_result("c1", "").with_content(Vec::new()),
+    ]);
+    assert_eq!(body["messages"][0]["content"], serde_json::Value::Null);
+    assert_eq!(body["messages"][1]["content"], "");
+}

@@ -495,3 +495,48 @@ fn codex_compaction_with_replacement_history_starts_the_context_there() {
     let context: Vec<_> = t.current_context().iter().map(Message::text).collect();
     assert_eq!(context, ["old question", "summary of the work", "next"]);
 }
+
+#[test]
+fn codex_compaction_right_after_a_response_does_not_merge_into_it() {
+    // No token_count closes the response before the compaction: its replacement history
+    // still starts a context of its own, and its assistant item is a message of its own.
+    let lines = [
+        json!({"timestamp": "2026-02-01T10:00:00Z", "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "old question"}]}}),
+        json!({"timestamp": "2026-02-01T10:00:05Z", "type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "old answer"}]}}),
+        json!({"timestamp": "2026-02-01T11:00:00Z", "type": "compacted", "payload": {"message": "", "replacement_history": [
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "summary of the work"}]}
+        ]}}),
+        json!({"timestamp": "2026-02-01T11:00:05Z", "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go on"}]}}),
+    ];
+    let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    let t = import_text(&text.join("\n"), "rollout.jsonl", None, false).unwrap();
+    let all: Vec<_> = t.messages.iter().map(Message::text).collect();
+    assert_eq!(
+        all,
+        ["old question", "old answer", "summary of the work", "go on"]
+    );
+    assert_eq!(t.compactions, [2]);
+}
+
+#[test]
+fn ctxmem_jsonl_sessions_import_like_any_log() {
+    // The report's sample sessions: one ctxmem message per line.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sessions/bugfix-evening.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines = text.lines().filter(|l| !l.trim().is_empty()).count();
+    let t = import_file(&path, &ImportOptions::default()).unwrap();
+    assert_eq!(t.format, Format::Ctxmem);
+    assert_eq!(t.messages.len(), lines);
+    assert!(t.report.has_timestamps);
+    // A bad line names its number.
+    let broken = format!("{}\n{{\"role\": 7}}\n", text.lines().next().unwrap());
+    let error = import_str(&broken, Path::new("s.jsonl"), &ImportOptions::default()).unwrap_err();
+    assert!(matches!(error, Error::Corrupt { line: 2, .. }), "{error}");
+}
+
+#[test]
+fn a_one_message_ctxmem_jsonl_file_imports() {
+    let line = serde_json::to_string(&Message::user("hi")).unwrap();
+    let t = import_str(&line, Path::new("one.jsonl"), &ImportOptions::default()).unwrap();
+    assert_eq!((t.format, t.messages.len()), (Format::Ctxmem, 1));
+}

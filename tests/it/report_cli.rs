@@ -77,3 +77,16 @@ fn report_errors_are_one_line_with_a_failing_exit_code() {
         assert!(stderr.starts_with("ctxmem: error: "), "{stderr}");
     }
 }
+
+#[test]
+fn a_file_that_cannot_be_reported_on_is_named_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("notes.json");
+    std::fs::write(&file, "{}").unwrap();
+    let file = file.to_str().unwrap();
+    let output = ctxmem(&["report", file]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.matches(file).count(), 1, "{stderr}");
+    assert!(stderr.contains("cannot tell the log format"), "{stderr}");
+}

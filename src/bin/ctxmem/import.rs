@@ -10,7 +10,7 @@ use ctxmem::{
 };
 use serde::Serialize;
 
-use crate::output;
+use crate::output::{self, outln};
 
 /// Import agent logs (Claude Code, Codex, Gemini CLI, OpenHands, SWE-agent, OpenAI,
 /// Anthropic, ctxmem) into a FileStore, or without --store only report what was read,
@@ -105,17 +105,17 @@ pub fn run(args: ImportArgs, json: bool) -> anyhow::Result<()> {
             ]
         })
         .collect();
-    output::print_table(&headers, &rows);
+    output::print_table(&headers, &rows)?;
     for i in &imported {
         if let (Some(session), Some(dir)) = (&i.session, &args.store.store) {
-            println!(
+            outln!(
                 "{}: stored as session {session} in {}",
                 i.file,
                 dir.display()
-            );
+            )?;
         }
         for note in &i.report.notes {
-            println!("{}: {note}", i.file);
+            outln!("{}: {note}", i.file)?;
         }
     }
     Ok(())
@@ -133,18 +133,28 @@ fn store_all(
         session.is_none() || files.len() == 1,
         "--session names one session: import one file with it"
     );
+    let ids = files
+        .iter()
+        .map(|file| match session {
+            Some(id) => Ok(SessionId::new(id)?),
+            None => session_id_for(file),
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let store = FileStore::open(dir)?.with_durability(Durability::Flush);
     let existing = store.sessions()?;
-    for ((file, transcript), imported) in files.iter().zip(transcripts).zip(imported) {
-        let id = match session {
-            Some(id) => SessionId::new(id)?,
-            None => session_id_for(file)?,
-        };
+    for (index, (file, id)) in files.iter().zip(&ids).enumerate() {
         anyhow::ensure!(
-            !existing.contains(&id),
+            !existing.contains(id),
             "{}: session {id} already exists; name another with --session",
             dir.display()
         );
+        anyhow::ensure!(
+            !ids[..index].contains(id),
+            "{}: another file also makes session {id}; import it on its own with --session",
+            file.display()
+        );
+    }
+    for ((id, transcript), imported) in ids.into_iter().zip(transcripts).zip(imported) {
         let builder = ContextMemory::builder()
             .store(store.clone())
             .session(id.clone());

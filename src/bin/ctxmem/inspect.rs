@@ -5,13 +5,14 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use clap::Args;
+use ctxmem::report::session_files;
 use ctxmem::{
     replay, Advance, CharEstimator, ContentBlock, Format, Message, MicroCompactionConfig, Role,
     TokenEstimator, Transcript,
 };
 use serde::Serialize;
 
-use crate::output;
+use crate::output::{self, outln};
 
 /// How many of the largest idle gaps are listed.
 const GAPS_LISTED: usize = 5;
@@ -22,8 +23,9 @@ const DEFAULT_DIRS: [&str; 2] = [".claude/projects", ".codex/sessions"];
 /// Report messages, tool traffic, idle gaps and what micro compaction would clear.
 #[derive(Args, Debug)]
 pub struct InspectArgs {
-    /// Log files; none (and no --store) means every session in ~/.claude/projects and
-    /// ~/.codex/sessions. With --store and no --session: every stored session.
+    /// Log files or folders of them; none (and no --store) means every session in
+    /// ~/.claude/projects and ~/.codex/sessions. With --store and no --session: every
+    /// stored session.
     files: Vec<PathBuf>,
     #[command(flatten)]
     read: output::ReadArgs,
@@ -91,7 +93,7 @@ pub fn run(args: InspectArgs, json: bool) -> anyhow::Result<()> {
     };
     if sources.is_empty() {
         if json {
-            println!("[]");
+            outln!("[]")?;
         }
         return Ok(());
     }
@@ -103,12 +105,12 @@ pub fn run(args: InspectArgs, json: bool) -> anyhow::Result<()> {
     if json {
         output::print_json(&inspections)
     } else {
-        print_human(&inspections);
-        Ok(())
+        print_human(&inspections)
     }
 }
 
-/// The named files, or those in the default folders (saying so when there are none).
+/// The named files (folders walked for the sessions in them), or the sessions in the
+/// default folders (saying so when there are none).
 fn files(
     files: Vec<PathBuf>,
     read: &output::ReadArgs,
@@ -116,7 +118,7 @@ fn files(
     let files = if files.is_empty() {
         default_files()?
     } else {
-        files
+        session_files(&files)?
     };
     if files.is_empty() {
         eprintln!(
@@ -146,30 +148,17 @@ fn stored_sessions(
         .collect()
 }
 
-/// Every `.jsonl` file under the default session folders.
+/// Every session file under the default session folders that exist.
 fn default_files() -> anyhow::Result<Vec<PathBuf>> {
     let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
         anyhow::bail!("HOME is not set; name a file");
     };
-    let mut files = Vec::new();
-    for dir in DEFAULT_DIRS {
-        collect_jsonl(&home.join(dir), &mut files);
-    }
-    files.sort();
-    Ok(files)
-}
-
-fn collect_jsonl(dir: &Path, files: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for path in entries.flatten().map(|entry| entry.path()) {
-        if path.is_dir() {
-            collect_jsonl(&path, files);
-        } else if path.extension().is_some_and(|ext| ext == "jsonl") {
-            files.push(path);
-        }
-    }
+    let dirs: Vec<PathBuf> = DEFAULT_DIRS
+        .iter()
+        .map(|dir| home.join(dir))
+        .filter(|dir| dir.is_dir())
+        .collect();
+    Ok(session_files(&dirs)?)
 }
 
 fn inspect(file: &Path, transcript: &Transcript, now: DateTime<Utc>) -> anyhow::Result<Inspection> {
@@ -266,7 +255,7 @@ fn body_bytes(message: &Message) -> usize {
     content + calls
 }
 
-fn print_human(inspections: &[Inspection]) {
+fn print_human(inspections: &[Inspection]) -> anyhow::Result<()> {
     let headers = [
         "file",
         "format",
@@ -300,36 +289,40 @@ fn print_human(inspections: &[Inspection]) {
             ]
         })
         .collect();
-    output::print_table(&headers, &rows);
+    output::print_table(&headers, &rows)?;
     for inspection in inspections {
-        println!("\n{}", inspection.file);
+        outln!("\n{}", inspection.file)?;
         for gap in &inspection.largest_idle_gaps {
-            println!(
+            outln!(
                 "  idle {} after message {} ({})",
                 duration(gap.seconds),
                 gap.after_message,
                 gap.from
-            );
+            )?;
         }
         for advance in &inspection.micro_compaction.at_gaps {
-            println!(
+            outln!(
                 "  at {} (before message {}): clears {} results, ~{} -> ~{} tokens",
                 advance.at,
                 advance.before_message,
                 advance.cleared,
                 advance.from_tokens,
                 advance.to_tokens
-            );
+            )?;
         }
         let now = &inspection.micro_compaction.now;
-        println!(
+        outln!(
             "  now ({}): clears {} results, ~{} -> ~{} tokens",
-            now.at, now.cleared, now.tokens_before, now.tokens_after
-        );
+            now.at,
+            now.cleared,
+            now.tokens_before,
+            now.tokens_after
+        )?;
         for note in &inspection.notes {
-            println!("  note: {note}");
+            outln!("  note: {note}")?;
         }
     }
+    Ok(())
 }
 
 /// Seconds as `1h02m`, `5m10s` or `12s`.

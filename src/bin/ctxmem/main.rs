@@ -40,6 +40,8 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`ctxmem ... | head`): nothing left to say.
+        Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("ctxmem: error: {}", one_line(&error));
             ExitCode::FAILURE
@@ -59,4 +61,13 @@ fn one_line(error: &anyhow::Error) -> String {
         }
     }
     line
+}
+
+/// Whether `error` is a write to a closed pipe.
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }

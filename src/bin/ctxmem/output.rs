@@ -11,6 +11,16 @@ use ctxmem::{import_file, ContextMemory, FileStore, Format, ImportOptions, Sessi
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
+/// `println!` that returns the write error (a closed pipe, as in `ctxmem ... | head`)
+/// instead of panicking.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)
+    }};
+}
+pub(crate) use outln;
+
 /// Files larger than this together get a progress bar (on a terminal).
 const PROGRESS_FROM_BYTES: u64 = 4 << 20;
 
@@ -89,12 +99,12 @@ pub fn print_json<T: Serialize>(items: &[T]) -> anyhow::Result<()> {
         many => serde_json::to_string_pretty(many),
     }
     .context("serialising the output")?;
-    println!("{text}");
+    outln!("{text}")?;
     Ok(())
 }
 
 /// Prints rows as a table with left-aligned, padded columns.
-pub fn print_table(headers: &[&str], rows: &[Vec<String>]) {
+pub fn print_table(headers: &[&str], rows: &[Vec<String>]) -> std::io::Result<()> {
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
@@ -107,12 +117,13 @@ pub fn print_table(headers: &[&str], rows: &[Vec<String>]) {
             .zip(&widths)
             .map(|(cell, width)| format!("{cell:<width$}"))
             .collect();
-        println!("{}", padded.join("  ").trim_end());
+        outln!("{}", padded.join("  ").trim_end())
     };
-    line(headers.to_vec());
+    line(headers.to_vec())?;
     for row in rows {
-        line(row.iter().map(String::as_str).collect());
+        line(row.iter().map(String::as_str).collect())?;
     }
+    Ok(())
 }
 
 /// A session store: `--store DIR`, and `--session ID` in it.

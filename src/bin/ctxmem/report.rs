@@ -9,6 +9,8 @@ use clap::{Args, ValueEnum};
 use ctxmem::{PriceProfile, ReplayOptions, Report, ReportOptions, StrategyKind, Ttl};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::output::outln;
+
 /// Replay sessions under each compaction strategy and compare cache use and cost.
 #[derive(Args, Debug)]
 pub struct ReportArgs {
@@ -108,9 +110,9 @@ pub fn run(args: ReportArgs, json: bool) -> anyhow::Result<()> {
         bar.finish_and_clear();
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
-        print!("{}", report.to_table());
+        outln!("{}", report.to_table().trim_end_matches('\n'))?;
     }
     if let Some(plot) = &args.plot {
         ctxmem::report::write_svg(&report, plot)
@@ -118,10 +120,8 @@ pub fn run(args: ReportArgs, json: bool) -> anyhow::Result<()> {
     }
     if let Some(first) = report.errors.first() {
         bail!(
-            "{} file(s) could not be reported on, first {}: {}",
-            report.errors.len(),
-            first.file,
-            first.error
+            "{} file(s) could not be reported on, first {first}",
+            report.errors.len()
         );
     }
     Ok(())
