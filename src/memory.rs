@@ -158,6 +158,7 @@ impl ContextMemory {
         };
         let mut state = self.state.lock();
         state.check_writable()?;
+        state.check_ids(1)?;
         let id = MessageId::new(state.next_id);
         let record = Record::Message {
             message: message.with_id(Some(id)),
@@ -344,6 +345,7 @@ impl ContextMemory {
             let Some(newer) = newer(&state.history) else {
                 return Ok(false);
             };
+            state.check_ids(replacement.len() + newer.len())?;
             let messages = replacement
                 .into_iter()
                 .chain(newer)
@@ -421,6 +423,16 @@ impl State {
             Some(reason) => Err(Error::Poisoned(reason.clone())),
             None => Ok(()),
         }
+    }
+
+    /// Fails when `count` more ids would not fit in a `u64` (a hostile log can set the
+    /// counter near the end), so that nothing is logged that replay would refuse.
+    fn check_ids(&self, count: usize) -> Result<(), Error> {
+        u64::try_from(count)
+            .ok()
+            .and_then(|count| self.next_id.checked_add(count))
+            .map(|_| ())
+            .ok_or_else(|| Error::Invalid("the message id counter is exhausted".into()))
     }
 
     /// Persists a record; a failure poisons the memory.
@@ -508,6 +520,9 @@ impl State {
                 "message id {id} is not above the last one stored"
             )));
         }
+        let next_id = id.get().checked_add(1).ok_or_else(|| {
+            Error::Invalid(format!("message id {id} leaves no id for the next one"))
+        })?;
         let tokens = Tokens {
             message: self.rules.estimator.message_tokens(&message),
             content: self.rules.estimator.content_tokens(&message),
@@ -523,7 +538,7 @@ impl State {
             Role::Tool => self.tool_results.push(self.history.len()),
             Role::System | Role::User => {}
         }
-        self.next_id = id.get() + 1;
+        self.next_id = next_id;
         self.projected_tokens += tokens.message;
         self.tokens.push(tokens);
         self.projected.push(message.clone());

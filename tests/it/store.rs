@@ -865,3 +865,51 @@ proptest! {
         prop_assert_eq!(memory.push(Message::user("end")).unwrap(), model.push(Message::user("end")).unwrap());
     }
 }
+
+// ---- Hostile counters: ids at the end of the u64 range are errors, never panics ----
+
+/// Writes `lines` as the log of `id` and opens it.
+fn open_raw(store: &FileStore, id: &SessionId, lines: &[&str]) -> Result<ContextMemory, Error> {
+    fs::write(store.log_path(id), lines.concat()).unwrap();
+    reopen(store, id, &ManualClock::new(t0())).map(|(memory, _)| memory)
+}
+
+#[test]
+fn a_message_id_at_the_end_of_the_range_is_an_error() {
+    let (_dir, store) = temp_store();
+    let id = session("max-id");
+    let line = "{\"v\":1,\"kind\":\"message\",\"message\":{\"id\":18446744073709551615,\"role\":\"user\",\"content\":[]}}\n";
+    let error = open_raw(&store, &id, &[line]).unwrap_err();
+    assert!(error.to_string().contains("record 1"), "{error}");
+}
+
+#[test]
+fn an_exhausted_id_counter_refuses_writes_without_logging_them() {
+    let (_dir, store) = temp_store();
+    for (name, line) in [
+        (
+            "max-cutoff",
+            "{\"v\":1,\"kind\":\"cutoff\",\"cutoff\":18446744073709551615}\n",
+        ),
+        (
+            "max-snapshot",
+            "{\"v\":1,\"kind\":\"snapshot\",\"next_id\":18446744073709551615}\n",
+        ),
+    ] {
+        let id = session(name);
+        let memory = open_raw(&store, &id, &[line]).unwrap();
+        assert!(matches!(
+            memory.push(Message::user("x")),
+            Err(Error::Invalid(_))
+        ));
+        assert!(matches!(
+            memory.apply_full_compaction(vec![Message::user("a"), Message::user("b")]),
+            Err(Error::Invalid(_))
+        ));
+        assert!(memory.is_empty());
+        drop(memory);
+        // Nothing was logged: the session reopens as it was.
+        assert_eq!(fs::read_to_string(store.log_path(&id)).unwrap(), line);
+        assert!(open_raw(&store, &id, &[line]).is_ok());
+    }
+}
