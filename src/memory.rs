@@ -466,17 +466,22 @@ impl State {
                 self.last_assistant_at = None;
             }
             Record::FullCompaction { messages } => {
+                // The last assistant time keeps its value, whatever the replacement holds.
+                let last_assistant_at = self.last_assistant_at;
                 self.reset();
                 for message in messages {
                     self.append(message)?;
                 }
+                self.last_assistant_at = last_assistant_at;
             }
             Record::Snapshot {
                 next_id,
                 last_assistant_at,
             } => {
                 self.next_id = self.next_id.max(next_id);
-                self.last_assistant_at = self.last_assistant_at.max(last_assistant_at);
+                // Exact, not the maximum: it follows the live messages, whose own times
+                // a full compaction did not count.
+                self.last_assistant_at = last_assistant_at;
             }
         }
         Ok(())

@@ -47,7 +47,8 @@ pub enum Record {
     Snapshot {
         /// The next id to assign (ids are never reused).
         next_id: u64,
-        /// The latest assistant time, which a full compaction keeps.
+        /// The last assistant time, which a full compaction keeps (replay sets it to
+        /// exactly this).
         last_assistant_at: Option<DateTime<Utc>>,
     },
 }

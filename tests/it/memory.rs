@@ -547,3 +547,19 @@ fn compaction_of_a_prefix_keeps_newer_messages_and_refuses_a_changed_history() {
     assert!(!installed);
     assert_eq!(memory.history(), before);
 }
+
+#[test]
+fn full_compaction_keeps_the_last_assistant_time_even_with_an_assistant_summary() {
+    let (memory, clock, _) = memory_with(keep_messages(2));
+    push_exchange(&memory, 0);
+    clock.advance(hours(2));
+    memory
+        .apply_full_compaction(vec![Message::assistant("Summary: read a file.")])
+        .unwrap();
+    assert_eq!(memory.last_assistant_at(), Some(t0()));
+    memory.clear().unwrap();
+    memory
+        .apply_full_compaction(vec![Message::assistant("Summary: nothing.")])
+        .unwrap();
+    assert_eq!(memory.last_assistant_at(), None);
+}

@@ -913,3 +913,36 @@ fn an_exhausted_id_counter_refuses_writes_without_logging_them() {
         assert!(open_raw(&store, &id, &[line]).is_ok());
     }
 }
+
+#[test]
+fn a_full_compaction_keeps_the_last_assistant_time_across_reopen_and_vacuum() {
+    let (_dir, store) = temp_store();
+    let id = session("compaction-time");
+    let clock = ManualClock::new(t0());
+    let reopened = |vacuum: bool| {
+        if vacuum {
+            store.vacuum(&id).unwrap();
+        }
+        open(&store, &id, &clock).last_assistant_at()
+    };
+    {
+        let memory = open(&store, &id, &clock);
+        memory.push(Message::assistant("a")).unwrap();
+        clock.advance(hours(2));
+        memory
+            .apply_full_compaction(vec![Message::assistant("summary")])
+            .unwrap();
+        assert_eq!(memory.last_assistant_at(), Some(t0()));
+    }
+    assert_eq!(reopened(false), Some(t0()));
+    assert_eq!(reopened(true), Some(t0()));
+    {
+        let memory = open(&store, &id, &clock);
+        memory.clear().unwrap();
+        memory
+            .apply_full_compaction(vec![Message::assistant("summary")])
+            .unwrap();
+    }
+    assert_eq!(reopened(false), None);
+    assert_eq!(reopened(true), None);
+}
