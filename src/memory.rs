@@ -730,7 +730,21 @@ impl ContextMemoryBuilder {
                 let opened = store.open(session)?;
                 for (index, record) in opened.records.into_iter().enumerate() {
                     state.apply(record).map_err(|error| {
-                        Error::Invalid(format!("session {session}: record {}: {error}", index + 1))
+                        let message = match error {
+                            Error::Invalid(message) => message,
+                            other => other.to_string(),
+                        };
+                        match &opened.path {
+                            Some(path) => Error::Corrupt {
+                                path: path.clone(),
+                                line: index + 1,
+                                message,
+                            },
+                            None => Error::Invalid(format!(
+                                "session {session}: record {}: {message}",
+                                index + 1
+                            )),
+                        }
                     })?;
                 }
                 state.log = Some(opened.log);

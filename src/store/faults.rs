@@ -96,6 +96,7 @@ impl Store for FaultyStore {
         Ok(OpenedSession {
             log: Box::new(log),
             records: Vec::new(),
+            path: None,
             events: Vec::new(),
         })
     }

@@ -206,8 +206,9 @@ impl Store for FileStore {
             self.sync_dir()?;
         }
         Ok(OpenedSession {
-            log: Box::new(FileLog::new(file, path, self.durability)),
+            log: Box::new(FileLog::new(file, path.clone(), self.durability)),
             records: scan.records,
+            path: Some(path),
             events,
         })
     }

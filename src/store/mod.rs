@@ -11,6 +11,8 @@ mod log_file;
 
 pub use file::{Durability, FileStore};
 
+use std::path::PathBuf;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -67,6 +69,9 @@ pub struct OpenedSession {
     pub log: Box<dyn SessionLog>,
     /// The session's records, oldest first.
     pub records: Vec<Record>,
+    /// The file the records were read from, one per line (so that a record that does
+    /// not replay is reported by file and line), or `None` for another kind of store.
+    pub path: Option<PathBuf>,
     /// Events from recovery (a truncated torn tail, say).
     pub events: Vec<Event>,
 }

@@ -880,7 +880,7 @@ fn a_message_id_at_the_end_of_the_range_is_an_error() {
     let id = session("max-id");
     let line = "{\"v\":1,\"kind\":\"message\",\"message\":{\"id\":18446744073709551615,\"role\":\"user\",\"content\":[]}}\n";
     let error = open_raw(&store, &id, &[line]).unwrap_err();
-    assert!(error.to_string().contains("record 1"), "{error}");
+    assert!(matches!(error, Error::Corrupt { line: 1, .. }), "{error:?}");
 }
 
 #[test]
@@ -945,4 +945,26 @@ fn a_full_compaction_keeps_the_last_assistant_time_across_reopen_and_vacuum() {
     }
     assert_eq!(reopened(false), None);
     assert_eq!(reopened(true), None);
+}
+
+#[test]
+fn a_well_formed_line_that_breaks_the_log_names_the_file_and_line() {
+    let (_dir, store) = temp_store();
+    let id = session("out-of-order");
+    let (bytes, _) = small_log(&store, &id);
+    // The first line again, as line 4: its id goes backwards.
+    let first_line_end = bytes.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let mut corrupted = bytes.clone();
+    corrupted.extend_from_slice(&bytes[..first_line_end]);
+    fs::write(store.log_path(&id), &corrupted).unwrap();
+    let error = reopen(&store, &id, &ManualClock::new(t0())).unwrap_err();
+    match &error {
+        Error::Corrupt { path, line, .. } => {
+            assert_eq!(path, &store.log_path(&id));
+            assert_eq!(*line, 4);
+        }
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+    assert!(error.to_string().contains("line 4"), "{error}");
+    assert_eq!(fs::read(store.log_path(&id)).unwrap(), corrupted);
 }
