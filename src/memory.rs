@@ -83,7 +83,7 @@ impl Rules {
 /// Token counts of one stored message, computed once at push.
 #[derive(Clone, Copy, Debug)]
 struct Tokens {
-    /// The whole message.
+    /// The whole message (never less than `content`).
     message: u64,
     /// Its content blocks only (what clearing saves).
     content: u64,
@@ -528,9 +528,12 @@ impl State {
         let next_id = id.get().checked_add(1).ok_or_else(|| {
             Error::Invalid(format!("message id {id} leaves no id for the next one"))
         })?;
+        let content = self.rules.estimator.content_tokens(&message);
         let tokens = Tokens {
-            message: self.rules.estimator.message_tokens(&message),
-            content: self.rules.estimator.content_tokens(&message),
+            // At least the content, whatever a custom estimator says, so that clearing
+            // it never takes the projected total below zero.
+            message: self.rules.estimator.message_tokens(&message).max(content),
+            content,
         };
         match message.role() {
             Role::Assistant => {

@@ -563,3 +563,28 @@ fn full_compaction_keeps_the_last_assistant_time_even_with_an_assistant_summary(
         .unwrap();
     assert_eq!(memory.last_assistant_at(), None);
 }
+
+#[test]
+fn an_estimator_counting_a_message_below_its_content_does_not_underflow() {
+    /// Counts a whole message as one token, whatever its content.
+    struct Flat;
+    impl TokenEstimator for Flat {
+        fn text_tokens(&self, text: &str) -> u64 {
+            CharEstimator.text_tokens(text)
+        }
+        fn message_tokens(&self, _: &Message) -> u64 {
+            1
+        }
+    }
+    let clock = ManualClock::new(t0());
+    let memory = ContextMemory::builder()
+        .micro_compaction(keep_messages(1))
+        .clock(clock.clone())
+        .token_estimator(Flat)
+        .build()
+        .unwrap();
+    push_exchange(&memory, 0);
+    memory.push(Message::assistant("done")).unwrap();
+    clock.advance(hours(2));
+    assert_eq!(cleared_ids(&memory.messages()), ["call_0"]);
+}
