@@ -137,9 +137,10 @@ pub struct MicroCompactor {
 #[derive(Debug, Default)]
 struct SessionState {
     cleared: ClearedCalls,
-    /// When each assistant message without a time was first seen, by its position
-    /// among the assistant messages and a hash of its text and tool calls.
-    first_seen: HashMap<(usize, u64), DateTime<Utc>>,
+    /// When each assistant message without a time was first seen, by a hash of its
+    /// text and tool calls and, among equal ones, its rank from the start (not its
+    /// position, which shifts when a harness trims or summarizes the head).
+    first_seen: HashMap<(u64, usize), DateTime<Utc>>,
     tokens: Option<u64>,
 }
 
@@ -152,11 +153,15 @@ impl SessionState {
         now: DateTime<Utc>,
     ) -> Option<DateTime<Utc>> {
         let mut seen = HashMap::new();
+        let mut ranks: HashMap<u64, usize> = HashMap::new();
         let mut latest = None;
         let assistants = messages.iter().filter(|m| m.role() == Role::Assistant);
-        for (position, message) in assistants.enumerate() {
+        for message in assistants {
             let at = message.at().unwrap_or_else(|| {
-                let key = (position, fingerprint(message));
+                let fingerprint = fingerprint(message);
+                let rank = ranks.entry(fingerprint).or_default();
+                let key = (fingerprint, *rank);
+                *rank += 1;
                 let first = self.first_seen.get(&key).copied().unwrap_or(now);
                 seen.insert(key, first);
                 first
