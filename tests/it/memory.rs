@@ -588,3 +588,13 @@ fn an_estimator_counting_a_message_below_its_content_does_not_underflow() {
     clock.advance(hours(2));
     assert_eq!(cleared_ids(&memory.messages()), ["call_0"]);
 }
+
+#[test]
+fn recorded_usage_totals_saturate_instead_of_overflowing() {
+    // Usage comes from imported logs: a hostile one must not panic the cost model.
+    let usage: Usage = serde_json::from_str(
+        r#"{"input_tokens": 18446744073709551615, "cache_read_tokens": 1, "cache_write_tokens": 1}"#,
+    )
+    .unwrap();
+    assert_eq!(usage.total_input_tokens(), u64::MAX);
+}
