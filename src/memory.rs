@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::path::Path;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -669,6 +670,23 @@ pub(crate) fn replay_live(records: impl IntoIterator<Item = Record>) -> Result<V
     Ok(state.into_live_records())
 }
 
+/// A record that does not replay, as [`Error::Corrupt`] naming the file and line when
+/// the store read the records from one (a record per line), else naming the session.
+fn replay_error(error: Error, session: &SessionId, path: Option<&Path>, number: usize) -> Error {
+    let message = match error {
+        Error::Invalid(message) => message,
+        other => other.to_string(),
+    };
+    match path {
+        Some(path) => Error::Corrupt {
+            path: path.to_owned(),
+            line: number,
+            message,
+        },
+        None => Error::Invalid(format!("session {session}: record {number}: {message}")),
+    }
+}
+
 /// Builds a [`ContextMemory`]: see [`ContextMemory::builder`].
 #[derive(Default)]
 pub struct ContextMemoryBuilder {
@@ -733,21 +751,7 @@ impl ContextMemoryBuilder {
                 let opened = store.open(session)?;
                 for (index, record) in opened.records.into_iter().enumerate() {
                     state.apply(record).map_err(|error| {
-                        let message = match error {
-                            Error::Invalid(message) => message,
-                            other => other.to_string(),
-                        };
-                        match &opened.path {
-                            Some(path) => Error::Corrupt {
-                                path: path.clone(),
-                                line: index + 1,
-                                message,
-                            },
-                            None => Error::Invalid(format!(
-                                "session {session}: record {}: {message}",
-                                index + 1
-                            )),
-                        }
+                        replay_error(error, session, opened.path.as_deref(), index + 1)
                     })?;
                 }
                 state.log = Some(opened.log);
