@@ -729,7 +729,7 @@ impl ContextMemoryBuilder {
         self
     }
 
-    /// The session to persist to and restore from.
+    /// The session to persist to and restore from (needs [`store`](Self::store)).
     pub fn session(mut self, session: SessionId) -> Self {
         self.session = Some(session);
         self
@@ -760,7 +760,12 @@ impl ContextMemoryBuilder {
             (Some(_), None) => {
                 return Err(Error::Config("a store needs a session id".into()));
             }
-            _ => {}
+            (None, Some(session)) => {
+                return Err(Error::Config(format!(
+                    "session {session} needs a store to persist to"
+                )));
+            }
+            (None, None) => {}
         }
         let memory = ContextMemory {
             rules,

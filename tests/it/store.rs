@@ -968,3 +968,13 @@ fn a_well_formed_line_that_breaks_the_log_names_the_file_and_line() {
     assert!(error.to_string().contains("line 4"), "{error}");
     assert_eq!(fs::read(store.log_path(&id)).unwrap(), corrupted);
 }
+
+#[test]
+fn a_store_and_a_session_come_together() {
+    let (_dir, store) = temp_store();
+    let without_session = ContextMemory::builder().store(store).build();
+    assert!(matches!(without_session, Err(Error::Config(_))));
+    // A session without a store would silently keep nothing.
+    let without_store = ContextMemory::builder().session(session("s")).build();
+    assert!(matches!(without_store, Err(Error::Config(_))));
+}
