@@ -754,7 +754,9 @@ impl ContextMemoryBuilder {
                         replay_error(error, session, opened.path.as_deref(), index + 1)
                     })?;
                 }
-                state.log = Some(opened.log);
+                let mut log = opened.log;
+                log.recover()?;
+                state.log = Some(log);
                 recovery_events = opened.events;
             }
             (Some(_), None) => {

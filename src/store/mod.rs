@@ -60,6 +60,13 @@ pub trait SessionLog: Send {
     /// Appends one record durably (as the store's durability setting says) before
     /// returning. An error means the record may not be stored.
     fn append(&mut self, record: &Record) -> Result<(), Error>;
+
+    /// Finishes recovery once the records replayed cleanly, before the first append: a
+    /// [`FileStore`] cuts a torn tail off here, so that a log that does not replay is
+    /// left exactly as it was. The default does nothing.
+    fn recover(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
 }
 
 /// What [`Store::open`] returns: the writer, the records to replay, and anything
@@ -72,7 +79,8 @@ pub struct OpenedSession {
     /// The file the records were read from, one per line (so that a record that does
     /// not replay is reported by file and line), or `None` for another kind of store.
     pub path: Option<PathBuf>,
-    /// Events from recovery (a truncated torn tail, say).
+    /// Events from recovery (a truncated torn tail, say), true once
+    /// [`SessionLog::recover`] succeeded.
     pub events: Vec<Event>,
 }
 

@@ -967,6 +967,13 @@ fn a_well_formed_line_that_breaks_the_log_names_the_file_and_line() {
     }
     assert!(error.to_string().contains("line 4"), "{error}");
     assert_eq!(fs::read(store.log_path(&id)).unwrap(), corrupted);
+
+    // With a torn tail after it, the file is still left exactly as it was.
+    corrupted.extend_from_slice(b"{\"v\":1,\"ki");
+    fs::write(store.log_path(&id), &corrupted).unwrap();
+    let error = reopen(&store, &id, &ManualClock::new(t0())).unwrap_err();
+    assert!(matches!(error, Error::Corrupt { line: 4, .. }), "{error:?}");
+    assert_eq!(fs::read(store.log_path(&id)).unwrap(), corrupted);
 }
 
 #[test]
