@@ -106,8 +106,9 @@ pub trait Store: Send + Sync {
 /// The shortest record sequence that replays to the same state as `records`: the live
 /// messages, then the cutoff (if any), then a [`Record::Snapshot`] of the id counter
 /// and the last assistant time. The snapshot comes last because replay refuses
-/// message ids below a snapshot's `next_id`. Fails, as a replay would, on records
-/// out of id order.
+/// message ids below a snapshot's `next_id`, and sets the last assistant time to
+/// exactly its value (which the messages' own times may exceed after a full
+/// compaction). Fails, as a replay would, on records out of id order.
 pub fn live_records(records: impl IntoIterator<Item = Record>) -> Result<Vec<Record>, Error> {
     crate::memory::replay_live(records)
 }
