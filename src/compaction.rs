@@ -137,31 +137,43 @@ pub struct MicroCompactor {
 #[derive(Debug, Default)]
 struct SessionState {
     cleared: ClearedCalls,
-    /// When each assistant message without a time was first seen, by its position
-    /// among the assistant messages and a hash of its text and tool calls.
-    first_seen: HashMap<(usize, u64), DateTime<Utc>>,
+    /// When the assistant messages without a time were first seen, by a hash of their
+    /// text and tool calls (equal messages share one list, oldest first).
+    first_seen: HashMap<u64, Vec<DateTime<Utc>>>,
     tokens: Option<u64>,
 }
 
 impl SessionState {
     /// The latest assistant time in `messages`, untimed ones counting from when they
     /// were first seen (`now` for new ones). Forgets messages no longer passed in.
+    ///
+    /// Messages are known by content, not position, so a harness may trim or
+    /// summarize the head. Of equal messages, those passed in again are taken to be
+    /// the latest ones seen (harnesses append at the end and drop from the start),
+    /// and any beyond them are new.
     fn last_assistant_at(
         &mut self,
         messages: &[Message],
         now: DateTime<Utc>,
     ) -> Option<DateTime<Utc>> {
-        let mut seen = HashMap::new();
         let mut latest = None;
-        let assistants = messages.iter().filter(|m| m.role() == Role::Assistant);
-        for (position, message) in assistants.enumerate() {
-            let at = message.at().unwrap_or_else(|| {
-                let key = (position, fingerprint(message));
-                let first = self.first_seen.get(&key).copied().unwrap_or(now);
-                seen.insert(key, first);
-                first
-            });
-            latest = latest.max(Some(at));
+        let mut untimed: HashMap<u64, usize> = HashMap::new();
+        for message in messages.iter().filter(|m| m.role() == Role::Assistant) {
+            match message.at() {
+                Some(at) => latest = latest.max(Some(at)),
+                None => *untimed.entry(fingerprint(message)).or_default() += 1,
+            }
+        }
+        let mut seen = HashMap::new();
+        for (fingerprint, count) in untimed {
+            let mut times = self.first_seen.remove(&fingerprint).unwrap_or_default();
+            if count <= times.len() {
+                times.drain(..times.len() - count);
+            } else {
+                times.resize(count, now);
+            }
+            latest = latest.max(times.iter().max().copied());
+            seen.insert(fingerprint, times);
         }
         self.first_seen = seen;
         latest

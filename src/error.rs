@@ -37,7 +37,8 @@ pub enum Error {
         source: std::io::Error,
     },
 
-    /// A line of a file that is not what it should be: bad JSON, a wrong shape.
+    /// A line of a file that is not what it should be: bad JSON, a wrong shape, or a
+    /// log record that does not replay (a message id going backwards, say).
     #[error("{path}: line {line}: {message}")]
     Corrupt {
         /// The file.

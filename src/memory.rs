@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::path::Path;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -83,7 +84,7 @@ impl Rules {
 /// Token counts of one stored message, computed once at push.
 #[derive(Clone, Copy, Debug)]
 struct Tokens {
-    /// The whole message.
+    /// The whole message (never less than `content`).
     message: u64,
     /// Its content blocks only (what clearing saves).
     content: u64,
@@ -158,6 +159,7 @@ impl ContextMemory {
         };
         let mut state = self.state.lock();
         state.check_writable()?;
+        state.check_ids(1)?;
         let id = MessageId::new(state.next_id);
         let record = Record::Message {
             message: message.with_id(Some(id)),
@@ -344,6 +346,7 @@ impl ContextMemory {
             let Some(newer) = newer(&state.history) else {
                 return Ok(false);
             };
+            state.check_ids(replacement.len() + newer.len())?;
             let messages = replacement
                 .into_iter()
                 .chain(newer)
@@ -423,6 +426,16 @@ impl State {
         }
     }
 
+    /// Fails when `count` more ids would not fit in a `u64` (a hostile log can set the
+    /// counter near the end), so that nothing is logged that replay would refuse.
+    fn check_ids(&self, count: usize) -> Result<(), Error> {
+        u64::try_from(count)
+            .ok()
+            .and_then(|count| self.next_id.checked_add(count))
+            .map(|_| ())
+            .ok_or_else(|| Error::Invalid("the message id counter is exhausted".into()))
+    }
+
     /// Persists a record; a failure poisons the memory.
     fn write(&mut self, record: &Record) -> Result<(), Error> {
         let Some(log) = self.log.as_mut() else {
@@ -454,17 +467,22 @@ impl State {
                 self.last_assistant_at = None;
             }
             Record::FullCompaction { messages } => {
+                // The last assistant time keeps its value, whatever the replacement holds.
+                let last_assistant_at = self.last_assistant_at;
                 self.reset();
                 for message in messages {
                     self.append(message)?;
                 }
+                self.last_assistant_at = last_assistant_at;
             }
             Record::Snapshot {
                 next_id,
                 last_assistant_at,
             } => {
                 self.next_id = self.next_id.max(next_id);
-                self.last_assistant_at = self.last_assistant_at.max(last_assistant_at);
+                // Exact, not the maximum: it follows the live messages, whose own times
+                // a full compaction did not count.
+                self.last_assistant_at = last_assistant_at;
             }
         }
         Ok(())
@@ -508,9 +526,15 @@ impl State {
                 "message id {id} is not above the last one stored"
             )));
         }
+        let next_id = id.get().checked_add(1).ok_or_else(|| {
+            Error::Invalid(format!("message id {id} leaves no id for the next one"))
+        })?;
+        let content = self.rules.estimator.content_tokens(&message);
         let tokens = Tokens {
-            message: self.rules.estimator.message_tokens(&message),
-            content: self.rules.estimator.content_tokens(&message),
+            // At least the content, whatever a custom estimator says, so that clearing
+            // it never takes the projected total below zero.
+            message: self.rules.estimator.message_tokens(&message).max(content),
+            content,
         };
         match message.role() {
             Role::Assistant => {
@@ -523,7 +547,7 @@ impl State {
             Role::Tool => self.tool_results.push(self.history.len()),
             Role::System | Role::User => {}
         }
-        self.next_id = id.get() + 1;
+        self.next_id = next_id;
         self.projected_tokens += tokens.message;
         self.tokens.push(tokens);
         self.projected.push(message.clone());
@@ -646,6 +670,23 @@ pub(crate) fn replay_live(records: impl IntoIterator<Item = Record>) -> Result<V
     Ok(state.into_live_records())
 }
 
+/// A record that does not replay, as [`Error::Corrupt`] naming the file and line when
+/// the store read the records from one (a record per line), else naming the session.
+fn replay_error(error: Error, session: &SessionId, path: Option<&Path>, number: usize) -> Error {
+    let message = match error {
+        Error::Invalid(message) => message,
+        other => other.to_string(),
+    };
+    match path {
+        Some(path) => Error::Corrupt {
+            path: path.to_owned(),
+            line: number,
+            message,
+        },
+        None => Error::Invalid(format!("session {session}: record {number}: {message}")),
+    }
+}
+
 /// Builds a [`ContextMemory`]: see [`ContextMemory::builder`].
 #[derive(Default)]
 pub struct ContextMemoryBuilder {
@@ -688,7 +729,7 @@ impl ContextMemoryBuilder {
         self
     }
 
-    /// The session to persist to and restore from.
+    /// The session to persist to and restore from (needs [`store`](Self::store)).
     pub fn session(mut self, session: SessionId) -> Self {
         self.session = Some(session);
         self
@@ -710,16 +751,23 @@ impl ContextMemoryBuilder {
                 let opened = store.open(session)?;
                 for (index, record) in opened.records.into_iter().enumerate() {
                     state.apply(record).map_err(|error| {
-                        Error::Invalid(format!("session {session}: record {}: {error}", index + 1))
+                        replay_error(error, session, opened.path.as_deref(), index + 1)
                     })?;
                 }
-                state.log = Some(opened.log);
+                let mut log = opened.log;
+                log.recover()?;
+                state.log = Some(log);
                 recovery_events = opened.events;
             }
             (Some(_), None) => {
                 return Err(Error::Config("a store needs a session id".into()));
             }
-            _ => {}
+            (None, Some(session)) => {
+                return Err(Error::Config(format!(
+                    "session {session} needs a store to persist to"
+                )));
+            }
+            (None, None) => {}
         }
         let memory = ContextMemory {
             rules,

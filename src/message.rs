@@ -169,9 +169,12 @@ pub struct Usage {
 }
 
 impl Usage {
-    /// All input tokens of the request: uncached, cache reads and cache writes.
+    /// All input tokens of the request: uncached, cache reads and cache writes
+    /// (saturating: the counts come from recorded logs).
     pub fn total_input_tokens(&self) -> u64 {
-        self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+        self.input_tokens
+            .saturating_add(self.cache_read_tokens)
+            .saturating_add(self.cache_write_tokens)
     }
 }
 

@@ -78,6 +78,15 @@ impl LogFile for FaultyFile {
         disk.durable.extend_from_slice(&cached);
         Ok(())
     }
+
+    fn truncate(&mut self, len: u64) -> io::Result<()> {
+        let mut disk = self.0.lock();
+        let mut bytes = disk.after_process_crash();
+        bytes.truncate(len as usize);
+        disk.durable = bytes;
+        disk.cached.clear();
+        Ok(())
+    }
 }
 
 /// A store of one empty session that logs to a [`FaultyFile`].
@@ -92,10 +101,12 @@ impl Store for FaultyStore {
             self.file.clone(),
             PathBuf::from("faulty.jsonl"),
             self.durability,
+            None,
         );
         Ok(OpenedSession {
             log: Box::new(log),
             records: Vec::new(),
+            path: None,
             events: Vec::new(),
         })
     }

@@ -182,8 +182,9 @@ impl FileStore {
 }
 
 impl Store for FileStore {
-    /// Locks the log (creating it), reads it, and cuts off a torn tail, reported as
-    /// [`Event::TailTruncated`].
+    /// Locks the log (creating it) and reads it. A torn tail is reported as
+    /// [`Event::TailTruncated`] and cut off (fsynced) by
+    /// [`SessionLog::recover`](crate::SessionLog::recover), once the records replayed.
     fn open(&self, session: &SessionId) -> Result<OpenedSession, Error> {
         let path = self.log_path(session);
         let io_error = |error| Error::io(&path, error);
@@ -193,9 +194,8 @@ impl Store for FileStore {
         let bytes = read_all(&mut file, &path)?;
         let scan = jsonl::scan(&path, &bytes)?;
         let mut events = Vec::new();
-        if scan.valid_len < bytes.len() {
-            file.set_len(scan.valid_len as u64).map_err(io_error)?;
-            file.sync_all().map_err(io_error)?;
+        let torn_tail_at = (scan.valid_len < bytes.len()).then_some(scan.valid_len as u64);
+        if torn_tail_at.is_some() {
             events.push(Event::TailTruncated {
                 path: path.clone(),
                 dropped_bytes: (bytes.len() - scan.valid_len) as u64,
@@ -206,8 +206,14 @@ impl Store for FileStore {
             self.sync_dir()?;
         }
         Ok(OpenedSession {
-            log: Box::new(FileLog::new(file, path, self.durability)),
+            log: Box::new(FileLog::new(
+                file,
+                path.clone(),
+                self.durability,
+                torn_tail_at,
+            )),
             records: scan.records,
+            path: Some(path),
             events,
         })
     }

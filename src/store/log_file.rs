@@ -15,6 +15,8 @@ pub(crate) trait LogFile: Send {
     fn append(&mut self, bytes: &[u8]) -> io::Result<()>;
     /// Makes everything appended so far durable (fdatasync).
     fn sync(&mut self) -> io::Result<()>;
+    /// Cuts the file to `len` bytes, durably.
+    fn truncate(&mut self, len: u64) -> io::Result<()>;
 }
 
 impl LogFile for File {
@@ -24,6 +26,11 @@ impl LogFile for File {
 
     fn sync(&mut self) -> io::Result<()> {
         self.sync_data()
+    }
+
+    fn truncate(&mut self, len: u64) -> io::Result<()> {
+        self.set_len(len)?;
+        self.sync_all()
     }
 }
 
@@ -37,18 +44,27 @@ pub(crate) struct FileLog<F: LogFile> {
     durability: Durability,
     /// Encoded records not yet handed to the file.
     pending: Vec<u8>,
+    /// Where a torn tail found on open starts, until [`SessionLog::recover`] cuts it.
+    torn_tail_at: Option<u64>,
     /// Set by a failed write: the file may end in a partial line, so nothing more is
     /// written to it (not even `pending` on drop).
     failed: bool,
 }
 
 impl<F: LogFile> FileLog<F> {
-    pub(crate) fn new(file: F, path: PathBuf, durability: Durability) -> Self {
+    /// A log writing to `file`, whose bytes from `torn_tail_at` on are a torn tail.
+    pub(crate) fn new(
+        file: F,
+        path: PathBuf,
+        durability: Durability,
+        torn_tail_at: Option<u64>,
+    ) -> Self {
         FileLog {
             file,
             path,
             durability,
             pending: Vec::new(),
+            torn_tail_at,
             failed: false,
         }
     }
@@ -68,6 +84,7 @@ impl<F: LogFile> SessionLog for FileLog<F> {
                 io::Error::other("an earlier write to this log failed"),
             ));
         }
+        self.recover()?; // never append after a torn tail
         jsonl::encode(record, &mut self.pending)?;
         let result = match self.durability {
             Durability::Buffered if self.pending.len() < BUFFER_LIMIT => Ok(()),
@@ -78,6 +95,16 @@ impl<F: LogFile> SessionLog for FileLog<F> {
             self.failed = true;
             Error::io(&self.path, error)
         })
+    }
+
+    fn recover(&mut self) -> Result<(), Error> {
+        if let Some(len) = self.torn_tail_at {
+            self.file
+                .truncate(len)
+                .map_err(|error| Error::io(&self.path, error))?;
+            self.torn_tail_at = None;
+        }
+        Ok(())
     }
 }
 

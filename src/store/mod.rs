@@ -11,6 +11,8 @@ mod log_file;
 
 pub use file::{Durability, FileStore};
 
+use std::path::PathBuf;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -47,7 +49,8 @@ pub enum Record {
     Snapshot {
         /// The next id to assign (ids are never reused).
         next_id: u64,
-        /// The latest assistant time, which a full compaction keeps.
+        /// The last assistant time, which a full compaction keeps (replay sets it to
+        /// exactly this).
         last_assistant_at: Option<DateTime<Utc>>,
     },
 }
@@ -57,6 +60,13 @@ pub trait SessionLog: Send {
     /// Appends one record durably (as the store's durability setting says) before
     /// returning. An error means the record may not be stored.
     fn append(&mut self, record: &Record) -> Result<(), Error>;
+
+    /// Finishes recovery once the records replayed cleanly, before the first append: a
+    /// [`FileStore`] cuts a torn tail off here, so that a log that does not replay is
+    /// left exactly as it was. The default does nothing.
+    fn recover(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
 }
 
 /// What [`Store::open`] returns: the writer, the records to replay, and anything
@@ -66,7 +76,11 @@ pub struct OpenedSession {
     pub log: Box<dyn SessionLog>,
     /// The session's records, oldest first.
     pub records: Vec<Record>,
-    /// Events from recovery (a truncated torn tail, say).
+    /// The file the records were read from, one per line (so that a record that does
+    /// not replay is reported by file and line), or `None` for another kind of store.
+    pub path: Option<PathBuf>,
+    /// Events from recovery (a truncated torn tail, say), true once
+    /// [`SessionLog::recover`] succeeded.
     pub events: Vec<Event>,
 }
 
@@ -92,8 +106,9 @@ pub trait Store: Send + Sync {
 /// The shortest record sequence that replays to the same state as `records`: the live
 /// messages, then the cutoff (if any), then a [`Record::Snapshot`] of the id counter
 /// and the last assistant time. The snapshot comes last because replay refuses
-/// message ids below a snapshot's `next_id`. Fails, as a replay would, on records
-/// out of id order.
+/// message ids below a snapshot's `next_id`, and sets the last assistant time to
+/// exactly its value (which the messages' own times may exceed after a full
+/// compaction). Fails, as a replay would, on records out of id order.
 pub fn live_records(records: impl IntoIterator<Item = Record>) -> Result<Vec<Record>, Error> {
     crate::memory::replay_live(records)
 }

@@ -400,6 +400,45 @@ fn micro_compactor_counts_untimed_assistant_messages_from_first_sight() {
 }
 
 #[test]
+fn micro_compactor_knows_untimed_assistant_messages_after_the_head_is_dropped() {
+    let clock = ManualClock::new(t0());
+    let compactor = MicroCompactor::new(keep_results(1)).with_clock(clock.clone());
+    let chat = session("chat");
+    let untimed = untimed_history(4);
+    assert_eq!(block_on(compactor.compact(&chat, &untimed)), None);
+
+    // The harness trims its oldest exchange (or summarized it): the assistant messages
+    // left are the ones seen at t0, so two hours later the cache is cold.
+    clock.advance(hours(2));
+    let trimmed = &untimed[3..];
+    let outcome = block_on(compactor.compact(&chat, trimmed)).expect("idle since t0");
+    assert_eq!(cleared_ids(&outcome.messages), ["call_1", "call_2"]);
+}
+
+#[test]
+fn micro_compactor_takes_equal_untimed_assistant_messages_that_survive_a_trim_as_the_latest() {
+    let clock = ManualClock::new(t0());
+    let compactor = MicroCompactor::new(keep_results(1)).with_clock(clock.clone());
+    let chat = session("chat");
+    let call = |id: &str| ToolCall::new(id, "read_file", serde_json::json!({}));
+    let mut messages = vec![
+        Message::assistant("OK"),
+        Message::assistant_with_tool_calls("", vec![call("c0")]),
+        Message::tool_result("c0", body(100)),
+        Message::assistant_with_tool_calls("", vec![call("c1")]),
+        Message::tool_result("c1", body(100)),
+    ];
+    assert_eq!(block_on(compactor.compact(&chat, &messages)), None);
+    clock.advance(Duration::minutes(50));
+    messages.push(Message::assistant("OK"));
+    assert_eq!(block_on(compactor.compact(&chat, &messages)), None);
+
+    // The first "OK" is trimmed: the one left is the one seen 20 minutes ago.
+    clock.advance(Duration::minutes(20));
+    assert_eq!(block_on(compactor.compact(&chat, &messages[1..])), None);
+}
+
+#[test]
 fn micro_compactor_follows_the_same_rules_as_context_memory() {
     let config = MicroCompactionConfig {
         keep_recent: Keep::Messages(4),

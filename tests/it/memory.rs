@@ -547,3 +547,54 @@ fn compaction_of_a_prefix_keeps_newer_messages_and_refuses_a_changed_history() {
     assert!(!installed);
     assert_eq!(memory.history(), before);
 }
+
+#[test]
+fn full_compaction_keeps_the_last_assistant_time_even_with_an_assistant_summary() {
+    let (memory, clock, _) = memory_with(keep_messages(2));
+    push_exchange(&memory, 0);
+    clock.advance(hours(2));
+    memory
+        .apply_full_compaction(vec![Message::assistant("Summary: read a file.")])
+        .unwrap();
+    assert_eq!(memory.last_assistant_at(), Some(t0()));
+    memory.clear().unwrap();
+    memory
+        .apply_full_compaction(vec![Message::assistant("Summary: nothing.")])
+        .unwrap();
+    assert_eq!(memory.last_assistant_at(), None);
+}
+
+#[test]
+fn an_estimator_counting_a_message_below_its_content_does_not_underflow() {
+    /// Counts a whole message as one token, whatever its content.
+    struct Flat;
+    impl TokenEstimator for Flat {
+        fn text_tokens(&self, text: &str) -> u64 {
+            CharEstimator.text_tokens(text)
+        }
+        fn message_tokens(&self, _: &Message) -> u64 {
+            1
+        }
+    }
+    let clock = ManualClock::new(t0());
+    let memory = ContextMemory::builder()
+        .micro_compaction(keep_messages(1))
+        .clock(clock.clone())
+        .token_estimator(Flat)
+        .build()
+        .unwrap();
+    push_exchange(&memory, 0);
+    memory.push(Message::assistant("done")).unwrap();
+    clock.advance(hours(2));
+    assert_eq!(cleared_ids(&memory.messages()), ["call_0"]);
+}
+
+#[test]
+fn recorded_usage_totals_saturate_instead_of_overflowing() {
+    // Usage comes from imported logs: a hostile one must not panic the cost model.
+    let usage: Usage = serde_json::from_str(
+        r#"{"input_tokens": 18446744073709551615, "cache_read_tokens": 1, "cache_write_tokens": 1}"#,
+    )
+    .unwrap();
+    assert_eq!(usage.total_input_tokens(), u64::MAX);
+}

@@ -865,3 +865,123 @@ proptest! {
         prop_assert_eq!(memory.push(Message::user("end")).unwrap(), model.push(Message::user("end")).unwrap());
     }
 }
+
+// ---- Hostile counters: ids at the end of the u64 range are errors, never panics ----
+
+/// Writes `lines` as the log of `id` and opens it.
+fn open_raw(store: &FileStore, id: &SessionId, lines: &[&str]) -> Result<ContextMemory, Error> {
+    fs::write(store.log_path(id), lines.concat()).unwrap();
+    reopen(store, id, &ManualClock::new(t0())).map(|(memory, _)| memory)
+}
+
+#[test]
+fn a_message_id_at_the_end_of_the_range_is_an_error() {
+    let (_dir, store) = temp_store();
+    let id = session("max-id");
+    let line = "{\"v\":1,\"kind\":\"message\",\"message\":{\"id\":18446744073709551615,\"role\":\"user\",\"content\":[]}}\n";
+    let error = open_raw(&store, &id, &[line]).unwrap_err();
+    assert!(matches!(error, Error::Corrupt { line: 1, .. }), "{error:?}");
+}
+
+#[test]
+fn an_exhausted_id_counter_refuses_writes_without_logging_them() {
+    let (_dir, store) = temp_store();
+    for (name, line) in [
+        (
+            "max-cutoff",
+            "{\"v\":1,\"kind\":\"cutoff\",\"cutoff\":18446744073709551615}\n",
+        ),
+        (
+            "max-snapshot",
+            "{\"v\":1,\"kind\":\"snapshot\",\"next_id\":18446744073709551615}\n",
+        ),
+    ] {
+        let id = session(name);
+        let memory = open_raw(&store, &id, &[line]).unwrap();
+        assert!(matches!(
+            memory.push(Message::user("x")),
+            Err(Error::Invalid(_))
+        ));
+        assert!(matches!(
+            memory.apply_full_compaction(vec![Message::user("a"), Message::user("b")]),
+            Err(Error::Invalid(_))
+        ));
+        assert!(memory.is_empty());
+        drop(memory);
+        // Nothing was logged: the session reopens as it was.
+        assert_eq!(fs::read_to_string(store.log_path(&id)).unwrap(), line);
+        assert!(open_raw(&store, &id, &[line]).is_ok());
+    }
+}
+
+#[test]
+fn a_full_compaction_keeps_the_last_assistant_time_across_reopen_and_vacuum() {
+    let (_dir, store) = temp_store();
+    let id = session("compaction-time");
+    let clock = ManualClock::new(t0());
+    let reopened = |vacuum: bool| {
+        if vacuum {
+            store.vacuum(&id).unwrap();
+        }
+        open(&store, &id, &clock).last_assistant_at()
+    };
+    {
+        let memory = open(&store, &id, &clock);
+        memory.push(Message::assistant("a")).unwrap();
+        clock.advance(hours(2));
+        memory
+            .apply_full_compaction(vec![Message::assistant("summary")])
+            .unwrap();
+        assert_eq!(memory.last_assistant_at(), Some(t0()));
+    }
+    assert_eq!(reopened(false), Some(t0()));
+    assert_eq!(reopened(true), Some(t0()));
+    {
+        let memory = open(&store, &id, &clock);
+        memory.clear().unwrap();
+        memory
+            .apply_full_compaction(vec![Message::assistant("summary")])
+            .unwrap();
+    }
+    assert_eq!(reopened(false), None);
+    assert_eq!(reopened(true), None);
+}
+
+#[test]
+fn a_well_formed_line_that_breaks_the_log_names_the_file_and_line() {
+    let (_dir, store) = temp_store();
+    let id = session("out-of-order");
+    let (bytes, _) = small_log(&store, &id);
+    // The first line again, as line 4: its id goes backwards.
+    let first_line_end = bytes.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let mut corrupted = bytes.clone();
+    corrupted.extend_from_slice(&bytes[..first_line_end]);
+    fs::write(store.log_path(&id), &corrupted).unwrap();
+    let error = reopen(&store, &id, &ManualClock::new(t0())).unwrap_err();
+    match &error {
+        Error::Corrupt { path, line, .. } => {
+            assert_eq!(path, &store.log_path(&id));
+            assert_eq!(*line, 4);
+        }
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+    assert!(error.to_string().contains("line 4"), "{error}");
+    assert_eq!(fs::read(store.log_path(&id)).unwrap(), corrupted);
+
+    // With a torn tail after it, the file is still left exactly as it was.
+    corrupted.extend_from_slice(b"{\"v\":1,\"ki");
+    fs::write(store.log_path(&id), &corrupted).unwrap();
+    let error = reopen(&store, &id, &ManualClock::new(t0())).unwrap_err();
+    assert!(matches!(error, Error::Corrupt { line: 4, .. }), "{error:?}");
+    assert_eq!(fs::read(store.log_path(&id)).unwrap(), corrupted);
+}
+
+#[test]
+fn a_store_and_a_session_come_together() {
+    let (_dir, store) = temp_store();
+    let without_session = ContextMemory::builder().store(store).build();
+    assert!(matches!(without_session, Err(Error::Config(_))));
+    // A session without a store would silently keep nothing.
+    let without_store = ContextMemory::builder().session(session("s")).build();
+    assert!(matches!(without_store, Err(Error::Config(_))));
+}
