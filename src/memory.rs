@@ -529,11 +529,11 @@ impl State {
         let next_id = id.get().checked_add(1).ok_or_else(|| {
             Error::Invalid(format!("message id {id} leaves no id for the next one"))
         })?;
+        // Each body is estimated once; the whole message is its content plus its calls,
+        // so clearing the content never takes the projected total below zero.
         let content = self.rules.estimator.content_tokens(&message);
         let tokens = Tokens {
-            // At least the content, whatever a custom estimator says, so that clearing
-            // it never takes the projected total below zero.
-            message: self.rules.estimator.message_tokens(&message).max(content),
+            message: content + self.rules.estimator.tool_call_tokens(&message),
             content,
         };
         match message.role() {

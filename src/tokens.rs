@@ -34,16 +34,21 @@ pub trait TokenEstimator: Send + Sync {
             .sum()
     }
 
-    /// Tokens in the whole message: its content plus its tool calls' names and arguments.
-    fn message_tokens(&self, message: &Message) -> u64 {
-        let calls: u64 = message
+    /// Tokens in a message's tool calls: their names and arguments.
+    fn tool_call_tokens(&self, message: &Message) -> u64 {
+        message
             .tool_calls()
             .iter()
             .map(|call| {
                 self.text_tokens(&call.name) + self.text_tokens(&call.arguments.to_string())
             })
-            .sum();
-        self.content_tokens(message) + calls
+            .sum()
+    }
+
+    /// Tokens in the whole message: [`content_tokens`](Self::content_tokens) plus
+    /// [`tool_call_tokens`](Self::tool_call_tokens). Override those two, not this.
+    fn message_tokens(&self, message: &Message) -> u64 {
+        self.content_tokens(message) + self.tool_call_tokens(message)
     }
 }
 

@@ -3,8 +3,8 @@
 //! - [`price`]: provider price profiles and cache TTLs;
 //! - [`cache`]: the prompt-cache model (live prefixes, TTL refresh on read, minimum length);
 //! - [`strategy`]: the compaction strategies compared;
-//! - [`replay`]: a session replayed request by request through one strategy;
-//! - [`validate`]: the cache model checked against recorded provider usage.
+//! - [`replay`](mod@replay): a session replayed request by request through one strategy;
+//! - [`validate`](mod@validate): the cache model checked against recorded provider usage.
 
 pub mod cache;
 pub mod price;

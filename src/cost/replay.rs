@@ -103,19 +103,24 @@ impl<'a> Prepared<'a> {
                 last
             })
             .collect();
+        // Each body is estimated once; a message is its content plus its calls, so a
+        // cleared one (calls + placeholder) never underflows.
+        let content_tokens: Vec<u64> = session
+            .messages
+            .iter()
+            .map(|m| estimator.content_tokens(m))
+            .collect();
+        let message_tokens = session
+            .messages
+            .iter()
+            .zip(&content_tokens)
+            .map(|(m, content)| content + estimator.tool_call_tokens(m))
+            .collect();
         Prepared {
             session,
             times,
-            message_tokens: session
-                .messages
-                .iter()
-                .map(|m| estimator.message_tokens(m))
-                .collect(),
-            content_tokens: session
-                .messages
-                .iter()
-                .map(|m| estimator.content_tokens(m))
-                .collect(),
+            content_tokens,
+            message_tokens,
             placeholder_tokens: estimator.text_tokens(placeholder),
         }
     }

@@ -37,7 +37,9 @@ impl Agreement {
     pub fn merge(self, other: Agreement) -> Agreement {
         let requests = self.requests + other.requests;
         let matched = self.matched + other.matched;
-        let weight = self.recorded_input_tokens + other.recorded_input_tokens;
+        let weight = self
+            .recorded_input_tokens
+            .saturating_add(other.recorded_input_tokens);
         let weighted = self.token_weighted_error * self.recorded_input_tokens as f64
             + other.token_weighted_error * other.recorded_input_tokens as f64;
         Agreement {
@@ -130,7 +132,9 @@ pub fn validate(session: &Session) -> Result<Option<Agreement>, Error> {
         let modelled = request.cache_read_tokens as f64 / request.input_tokens as f64;
         agreement.requests += 1;
         agreement.matched += u64::from((recorded >= 0.5) == (modelled >= 0.5));
-        agreement.recorded_input_tokens += recorded_input;
+        agreement.recorded_input_tokens = agreement
+            .recorded_input_tokens
+            .saturating_add(recorded_input);
         weighted_error += (recorded - modelled).abs() * recorded_input as f64;
     }
     agreement.ratio = ratio(agreement.matched as f64, agreement.requests as f64);
