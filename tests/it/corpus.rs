@@ -5,6 +5,7 @@
 //! Codex response items grouped per response, plus the base instructions; OpenHands
 //! actions and caused observations), not with the importer.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use ctxmem::*;
@@ -44,7 +45,11 @@ fn is_not_a_session(relative: &str) -> bool {
 /// The corpus folder, or `None` (with a notice) when `CTXMEM_CORPUS` is unset.
 pub(crate) fn corpus() -> Option<PathBuf> {
     let Some(dir) = std::env::var_os("CTXMEM_CORPUS") else {
-        eprintln!("CTXMEM_CORPUS is not set: skipping the real-corpus import tests");
+        // Straight to stderr, past the test harness's capture, so the skip is seen.
+        let _ = writeln!(
+            std::io::stderr(),
+            "notice: CTXMEM_CORPUS is not set: skipping a real-corpus test"
+        );
         return None;
     };
     let dir = PathBuf::from(dir);
