@@ -252,5 +252,13 @@ pub fn import_str(text: &str, origin: &Path, options: &ImportOptions) -> Result<
         Format::Anthropic => anthropic::import(text, &mut builder)?,
         Format::Ctxmem => ctxmem::import(text, &mut builder)?,
     }
-    Ok(builder.finish(format))
+    let mut transcript = builder.finish(format);
+    if transcript.messages.is_empty() && options.format.is_some() {
+        if let Some(detected) = detect(text, origin).filter(|&detected| detected != format) {
+            transcript.report.notes.push(format!(
+                "no {format} records found; the file looks like {detected} (try --format auto)"
+            ));
+        }
+    }
+    Ok(transcript)
 }

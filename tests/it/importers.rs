@@ -540,3 +540,27 @@ fn a_one_message_ctxmem_jsonl_file_imports() {
     let t = import_str(&line, Path::new("one.jsonl"), &ImportOptions::default()).unwrap();
     assert_eq!((t.format, t.messages.len()), (Format::Ctxmem, 1));
 }
+
+#[test]
+fn a_forced_wrong_format_says_what_the_file_looks_like() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/import/claude_code.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let forced = import_text(&text, "claude_code.jsonl", Some(Format::Codex), false).unwrap();
+    assert!(forced.messages.is_empty());
+    assert!(
+        forced
+            .report
+            .notes
+            .iter()
+            .any(|note| note.contains("looks like claude-code")),
+        "{:?}",
+        forced.report.notes
+    );
+    let detected = import_text(&text, "claude_code.jsonl", None, false).unwrap();
+    assert!(!detected.messages.is_empty());
+    assert!(detected
+        .report
+        .notes
+        .iter()
+        .all(|n| !n.contains("looks like")));
+}
