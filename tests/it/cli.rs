@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use ctxmem::{import_str, Format, ImportOptions};
+use ctxmem::{import_str, FileStore, Format, ImportOptions};
 use serde_json::Value;
 
 use crate::common::import_fixture;
@@ -370,4 +370,34 @@ fn inspect_passes_over_files_in_folders_that_hold_no_session() {
     // A folder named on the command line is walked the same way.
     let named = inspect(&["inspect", "--json", "--at", at, project.to_str().unwrap()]);
     assert_eq!(named, by_default);
+}
+
+#[test]
+fn import_walks_a_folder_into_one_session_per_log() {
+    let logs = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        import_fixture("claude_code.jsonl"),
+        logs.path().join("a.jsonl"),
+    )
+    .unwrap();
+    std::fs::copy(import_fixture("codex.jsonl"), logs.path().join("b.jsonl")).unwrap();
+    std::fs::write(logs.path().join("notes.txt"), "not a session").unwrap();
+    let store = tempfile::tempdir().unwrap();
+    let store_dir = store.path().join("store");
+    let imported = json_of(&[
+        "import",
+        "--json",
+        logs.path().to_str().unwrap(),
+        "--store",
+        store_dir.to_str().unwrap(),
+    ]);
+    let sessions: Vec<&str> = imported
+        .as_array()
+        .expect("two files give an array")
+        .iter()
+        .map(|file| file["session"].as_str().unwrap())
+        .collect();
+    assert_eq!(sessions, ["a", "b"]);
+    let stored = FileStore::open(&store_dir).unwrap().sessions().unwrap();
+    assert_eq!(stored.len(), 2);
 }

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use ctxmem::report::session_files;
 use ctxmem::session::MAX_SESSION_ID_LEN;
 use ctxmem::{
     replay_into, ContextMemory, Durability, FileStore, Format, ImportReport, SessionId, Transcript,
@@ -17,7 +18,7 @@ use crate::output::{self, outln};
 /// skipped and flagged.
 #[derive(Args, Debug)]
 pub struct ImportArgs {
-    /// Log files.
+    /// Log files, or folders to walk for them.
     #[arg(required = true)]
     files: Vec<PathBuf>,
     #[command(flatten)]
@@ -59,9 +60,9 @@ impl<'a> Imported<'a> {
 }
 
 pub fn run(args: ImportArgs, json: bool) -> anyhow::Result<()> {
-    let transcripts = output::import_all(&args.files, &args.read)?;
-    let mut imported: Vec<Imported> = args
-        .files
+    let files = session_files(&args.files)?;
+    let transcripts = output::import_all(&files, &args.read)?;
+    let mut imported: Vec<Imported> = files
         .iter()
         .zip(&transcripts)
         .map(|(file, transcript)| Imported::new(file, transcript))
@@ -70,7 +71,7 @@ pub fn run(args: ImportArgs, json: bool) -> anyhow::Result<()> {
         store_all(
             dir,
             args.store.session.as_deref(),
-            &args.files,
+            &files,
             &transcripts,
             &mut imported,
         )?;
