@@ -773,3 +773,34 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn micro_compactor_hint_follows_appended_and_replaced_messages() {
+    let clock = ManualClock::new(t0());
+    let compactor = MicroCompactor::new(keep_results(1)).with_clock(clock.clone());
+    let chat = session("chat");
+    let estimate = |messages: &[Message]| -> usize {
+        messages
+            .iter()
+            .map(|m| CharEstimator.message_tokens(m) as usize)
+            .sum()
+    };
+    let mut messages = timed_history(3);
+    block_on(compactor.compact(&chat, &messages));
+    assert_eq!(compactor.token_count_hint(&chat), Some(estimate(&messages)));
+
+    // Appended: the hint grows by the new message.
+    messages.push(Message::user(body(300)).with_time(t0()));
+    block_on(compactor.compact(&chat, &messages));
+    assert_eq!(compactor.token_count_hint(&chat), Some(estimate(&messages)));
+
+    // A different message at a known position is estimated afresh.
+    messages[0] = Message::user("short").with_time(t0());
+    block_on(compactor.compact(&chat, &messages));
+    assert_eq!(compactor.token_count_hint(&chat), Some(estimate(&messages)));
+
+    // A shorter list drops what it no longer holds.
+    messages.truncate(2);
+    block_on(compactor.compact(&chat, &messages));
+    assert_eq!(compactor.token_count_hint(&chat), Some(estimate(&messages)));
+}
