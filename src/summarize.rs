@@ -221,6 +221,11 @@ impl FullCompaction {
         summarizer: &'a dyn Summarizer,
     ) -> BoxFuture<'a, Result<Option<CompactionOutcome>, Error>> {
         Box::pin(async move {
+            // The memory keeps its estimate current: below the trigger, no body is
+            // read or re-estimated.
+            if memory.projected_tokens() < self.trigger.threshold() {
+                return Ok(None);
+            }
             let sent = memory.summarization_input();
             let stored = memory.history();
             if !same_ids(&sent, &stored) {
