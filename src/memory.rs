@@ -171,7 +171,8 @@ impl ContextMemory {
 
     /// The history to send to the model: first the cutoff advances if the cache has
     /// gone cold (see [`MicroCompactionConfig::is_idle`]) or a configured
-    /// [`TokenBudget`](crate::TokenBudget) fires, then the whole history is projected. Cost is one pointer copy per message, whatever the bodies' size.
+    /// [`TokenBudget`](crate::TokenBudget) fires, then the whole history is projected.
+    /// Cost is one pointer copy per message, whatever the bodies' size.
     ///
     /// If persisting an advance fails, the old cutoff is kept, the memory is
     /// poisoned and the next write reports it; use [`try_messages`](Self::try_messages)
