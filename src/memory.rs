@@ -697,6 +697,7 @@ pub struct ContextMemoryBuilder {
     listeners: Vec<Listener>,
     store: Option<Arc<dyn Store>>,
     session: Option<SessionId>,
+    records: Option<Vec<Record>>,
 }
 
 impl ContextMemoryBuilder {
@@ -736,6 +737,15 @@ impl ContextMemoryBuilder {
         self
     }
 
+    /// Starts from these records (a snapshot read with
+    /// [`FileStore::read`](crate::FileStore::read), say) instead of an opened store:
+    /// the memory replays them, then lives in memory only, persisting nothing. For
+    /// inspecting a session without taking its lock.
+    pub fn records(mut self, records: Vec<Record>) -> Self {
+        self.records = Some(records);
+        self
+    }
+
     /// Builds the memory. With a store, opens the session (taking its lock) and
     /// replays its log.
     pub fn build(self) -> Result<ContextMemory, Error> {
@@ -769,6 +779,18 @@ impl ContextMemoryBuilder {
                 )));
             }
             (None, None) => {}
+        }
+        if let Some(records) = self.records {
+            if state.log.is_some() {
+                return Err(Error::Config(
+                    "give a store and session, or records, not both".into(),
+                ));
+            }
+            for (index, record) in records.into_iter().enumerate() {
+                state
+                    .apply(record)
+                    .map_err(|error| Error::Invalid(format!("record {}: {error}", index + 1)))?;
+            }
         }
         let memory = ContextMemory {
             rules,

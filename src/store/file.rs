@@ -12,7 +12,7 @@ use crate::error::Error;
 use crate::event::Event;
 use crate::session::SessionId;
 use crate::store::log_file::FileLog;
-use crate::store::{jsonl, live_records, OpenedSession, Store};
+use crate::store::{jsonl, live_records, OpenedSession, Record, Store};
 
 /// When an acknowledged write has reached the disk.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -112,6 +112,17 @@ impl FileStore {
         }
         sessions.sort();
         Ok(sessions)
+    }
+
+    /// The records of `session`, read without taking its lock or changing its file (a
+    /// torn tail is left out, not cut off): a snapshot for inspection while a writer may
+    /// be using the session. Replay it with
+    /// [`ContextMemoryBuilder::records`](crate::ContextMemoryBuilder::records).
+    pub fn read(&self, session: &SessionId) -> Result<Vec<Record>, Error> {
+        let path = self.log_path(session);
+        let mut file = sys::open_log(&path, false).map_err(|error| Error::io(&path, error))?;
+        let bytes = read_all(&mut file, &path)?;
+        Ok(jsonl::scan(&path, &bytes)?.records)
     }
 
     /// Removes the log of `session`. A missing session is not an error; an open one

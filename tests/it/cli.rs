@@ -401,3 +401,68 @@ fn import_walks_a_folder_into_one_session_per_log() {
     let stored = FileStore::open(&store_dir).unwrap().sessions().unwrap();
     assert_eq!(stored.len(), 2);
 }
+
+#[test]
+fn a_stored_session_is_projected_as_its_writer_left_it_without_its_lock() {
+    use chrono::{Duration, TimeZone, Utc};
+    use ctxmem::{
+        ContextMemory, Keep, ManualClock, Message, MicroCompactionConfig, SessionId, ToolCall,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let t0 = Utc.with_ymd_and_hms(2026, 1, 6, 9, 0, 0).unwrap();
+    let clock = ManualClock::new(t0);
+    // The writer's own settings (keep 1 message) are not the CLI's defaults (keep 10).
+    let memory = ContextMemory::builder()
+        .micro_compaction(MicroCompactionConfig {
+            keep_recent: Keep::Messages(1),
+            ..Default::default()
+        })
+        .clock(clock.clone())
+        .store(FileStore::open(dir.path()).unwrap())
+        .session(SessionId::new("app").unwrap())
+        .build()
+        .unwrap();
+    let call = ToolCall::new("c1", "read_file", serde_json::json!({}));
+    memory
+        .push(Message::assistant_with_tool_calls("", vec![call]))
+        .unwrap();
+    memory
+        .push(Message::tool_result("c1", "x".repeat(400)))
+        .unwrap();
+    memory.push(Message::user("and now?")).unwrap();
+    clock.advance(Duration::hours(2));
+    let sent = memory.messages();
+    assert_eq!(sent[1].text(), "[Old tool result content cleared]");
+
+    // The writer still holds the session: the CLI reads it without the lock, and sends
+    // what the writer sends, its saved cutoff included.
+    let store = dir.path().to_str().unwrap();
+    let at = (t0 + Duration::hours(2)).to_rfc3339();
+    let projected = json_of(&["project", "--store", store, "--session", "app", "--at", &at]);
+    let texts: Vec<&str> = projected
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"][0]["text"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(texts[1], "[Old tool result content cleared]");
+    let inspected = json_of(&[
+        "inspect",
+        "--json",
+        "--store",
+        store,
+        "--session",
+        "app",
+        "--at",
+        &at,
+    ]);
+    assert_eq!(inspected["micro_compaction"]["now"]["cleared"], 0);
+    assert!(
+        inspected["micro_compaction"]["now"]["tokens_after"]
+            .as_u64()
+            .unwrap()
+            < 100,
+        "{inspected}"
+    );
+    drop(memory);
+}

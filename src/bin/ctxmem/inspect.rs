@@ -12,7 +12,7 @@ use ctxmem::{
 };
 use serde::Serialize;
 
-use crate::output::{self, outln};
+use crate::output::{self, outln, StoredSession};
 
 /// How many of the largest idle gaps are listed.
 const GAPS_LISTED: usize = 5;
@@ -100,7 +100,7 @@ pub fn run(args: InspectArgs, json: bool) -> anyhow::Result<()> {
     let now = args.at.unwrap_or_else(Utc::now);
     let inspections = sources
         .iter()
-        .map(|(file, transcript)| inspect(file, transcript, now))
+        .map(|source| inspect(source, now))
         .collect::<anyhow::Result<Vec<_>>>()?;
     if json {
         output::print_json(&inspections)
@@ -111,10 +111,7 @@ pub fn run(args: InspectArgs, json: bool) -> anyhow::Result<()> {
 
 /// The named files (folders walked for the sessions in them), or the sessions in the
 /// default folders (saying so when there are none).
-fn files(
-    files: Vec<PathBuf>,
-    read: &output::ReadArgs,
-) -> anyhow::Result<Vec<(PathBuf, Transcript)>> {
+fn files(files: Vec<PathBuf>, read: &output::ReadArgs) -> anyhow::Result<Vec<Source>> {
     let files = if files.is_empty() {
         default_files()?
     } else {
@@ -127,14 +124,15 @@ fn files(
         );
     }
     let transcripts = output::import_all(&files, read)?;
-    Ok(files.into_iter().zip(transcripts).collect())
+    Ok(files
+        .into_iter()
+        .zip(transcripts)
+        .map(|(file, transcript)| Source::File(file, transcript))
+        .collect())
 }
 
 /// One stored session, or all of them.
-fn stored_sessions(
-    dir: &Path,
-    session: Option<&str>,
-) -> anyhow::Result<Vec<(PathBuf, Transcript)>> {
+fn stored_sessions(dir: &Path, session: Option<&str>) -> anyhow::Result<Vec<Source>> {
     let store = output::open_store(dir)?;
     let ids: Vec<String> = match session {
         Some(id) => vec![id.to_owned()],
@@ -144,7 +142,7 @@ fn stored_sessions(
         eprintln!("no sessions in {}", dir.display());
     }
     ids.iter()
-        .map(|id| output::load_session(&store, id))
+        .map(|id| output::load_session(&store, id).map(Source::Stored))
         .collect()
 }
 
@@ -161,7 +159,48 @@ fn default_files() -> anyhow::Result<Vec<PathBuf>> {
     Ok(session_files(&dirs)?)
 }
 
-fn inspect(file: &Path, transcript: &Transcript, now: DateTime<Utc>) -> anyhow::Result<Inspection> {
+/// What is inspected: a log file, or a stored session.
+enum Source {
+    File(PathBuf, Transcript),
+    Stored(StoredSession),
+}
+
+impl Source {
+    fn file(&self) -> &Path {
+        match self {
+            Source::File(file, _) => file,
+            Source::Stored(stored) => &stored.log,
+        }
+    }
+
+    fn transcript(&self) -> &Transcript {
+        match self {
+            Source::File(_, transcript) => transcript,
+            Source::Stored(stored) => &stored.transcript,
+        }
+    }
+}
+
+/// A request at `now` to a stored session as its writer left it (its cutoff kept).
+fn stored_now(stored: &StoredSession, now: DateTime<Utc>) -> anyhow::Result<Now> {
+    let memory = stored.memory(now)?;
+    let before = memory.summarization_input();
+    let tokens_before = memory.projected_tokens();
+    let sent = memory.messages();
+    Ok(Now {
+        at: now,
+        cleared: sent
+            .iter()
+            .zip(&before)
+            .filter(|(a, b)| !a.ptr_eq(b))
+            .count(),
+        tokens_before,
+        tokens_after: memory.projected_tokens(),
+    })
+}
+
+fn inspect(source: &Source, now: DateTime<Utc>) -> anyhow::Result<Inspection> {
+    let (file, transcript) = (source.file(), source.transcript());
     let messages = &transcript.messages;
     let by_role = [Role::System, Role::User, Role::Assistant, Role::Tool]
         .into_iter()
@@ -177,14 +216,15 @@ fn inspect(file: &Path, transcript: &Transcript, now: DateTime<Utc>) -> anyhow::
         .into_iter()
         .partition(|advance| advance.before_message == messages.len());
     let tokens_after = replayed.memory.projected_tokens();
-    let now = match final_advances.first() {
-        Some(advance) => Now {
+    let now = match (source, final_advances.first()) {
+        (Source::Stored(stored), _) => stored_now(stored, now)?,
+        (Source::File(..), Some(advance)) => Now {
             at: now,
             cleared: advance.cleared,
             tokens_before: advance.from_tokens,
             tokens_after,
         },
-        None => Now {
+        (Source::File(..), None) => Now {
             at: now,
             cleared: 0,
             tokens_before: tokens_after,

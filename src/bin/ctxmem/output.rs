@@ -6,8 +6,12 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use anyhow::Context;
+use chrono::{DateTime, Utc};
 use clap::Args;
-use ctxmem::{import_file, ContextMemory, FileStore, Format, ImportOptions, SessionId, Transcript};
+use ctxmem::{
+    import_file, ContextMemory, FileStore, Format, ImportOptions, ManualClock, Record, SessionId,
+    Transcript,
+};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
@@ -143,9 +147,29 @@ pub fn open_store(dir: &Path) -> anyhow::Result<FileStore> {
     Ok(FileStore::open(dir)?)
 }
 
-/// A stored session read as a transcript: its history as it stands (after its last
-/// full compaction), in the `ctxmem` format. The file it names is the session's log.
-pub fn load_session(store: &FileStore, id: &str) -> anyhow::Result<(PathBuf, Transcript)> {
+/// A stored session, read without taking its lock or changing its log.
+pub struct StoredSession {
+    /// The session's log file.
+    pub log: PathBuf,
+    /// Its records, to replay into a detached memory (see [`StoredSession::memory`]).
+    pub records: Vec<Record>,
+    /// Its history as it stands (after its last full compaction), as a transcript.
+    pub transcript: Transcript,
+}
+
+impl StoredSession {
+    /// The session as its writer left it (history, cutoff, last assistant time), on a
+    /// clock standing at `at`, with default settings; it persists nothing.
+    pub fn memory(&self, at: DateTime<Utc>) -> anyhow::Result<ContextMemory> {
+        Ok(ContextMemory::builder()
+            .clock(ManualClock::new(at))
+            .records(self.records.clone())
+            .build()?)
+    }
+}
+
+/// Reads session `id` of `store`.
+pub fn load_session(store: &FileStore, id: &str) -> anyhow::Result<StoredSession> {
     let session = SessionId::new(id)?;
     anyhow::ensure!(
         store.sessions()?.contains(&session),
@@ -153,15 +177,19 @@ pub fn load_session(store: &FileStore, id: &str) -> anyhow::Result<(PathBuf, Tra
         store.dir().display()
     );
     let log = store.log_path(&session);
-    let memory = ContextMemory::builder()
-        .store(store.clone())
-        .session(session)
-        .build()?;
-    let history = serde_json::to_string(&memory.history())?;
+    let records = store.read(&session)?;
+    let history = ContextMemory::builder()
+        .records(records.clone())
+        .build()?
+        .history();
     let options = ImportOptions {
         format: Some(Format::Ctxmem),
         lenient: false,
     };
-    let transcript = ctxmem::import_str(&history, &log, &options)?;
-    Ok((log, transcript))
+    let transcript = ctxmem::import_str(&serde_json::to_string(&history)?, &log, &options)?;
+    Ok(StoredSession {
+        log,
+        records,
+        transcript,
+    })
 }

@@ -45,18 +45,29 @@ enum OutputFormat {
     Ctxmem,
 }
 
-/// Replays the messages recorded up to `--at` (of the file, or of the stored session)
-/// with default settings on a manual clock (full compactions replace the history with
-/// their summary), makes one request at `--at`, and prints what it sends. The output
-/// is JSON with or without `--json`. A stored session is only read.
+/// For a file: replays the messages recorded up to `--at` with default settings on a
+/// manual clock (full compactions replace the history with their summary), makes one
+/// request at `--at`, and prints what it sends. For a stored session: takes the
+/// session as its writer left it (its cutoff included) and makes one request at
+/// `--at`, which advances the cutoff only if the session is idle by then (default
+/// settings). The output is JSON with or without `--json`. A stored session is only
+/// read, never locked or changed.
 pub fn run(args: ProjectArgs) -> anyhow::Result<()> {
-    let transcript = match (args.file, &args.store) {
+    let at = args.at.unwrap_or_else(Utc::now);
+    let messages = match (args.file, &args.store) {
         (Some(file), StoreArgs { store: None, .. }) => {
             let read = ReadArgs {
                 format: args.input_format,
                 lenient: args.lenient,
             };
-            output::import_all(&[file], &read)?.remove(0)
+            let transcript = output::import_all(&[file], &read)?.remove(0);
+            let recorded = transcript.until(at);
+            if recorded.messages.is_empty() && !transcript.messages.is_empty() {
+                eprintln!("note: no message was recorded by {at}; the log starts later");
+            }
+            replay(&recorded, MicroCompactionConfig::default(), Some(at))?
+                .memory
+                .messages()
         }
         (
             None,
@@ -64,16 +75,11 @@ pub fn run(args: ProjectArgs) -> anyhow::Result<()> {
                 store: Some(dir),
                 session: Some(id),
             },
-        ) => output::load_session(&output::open_store(dir)?, id)?.1,
+        ) => output::load_session(&output::open_store(dir)?, id)?
+            .memory(at)?
+            .messages(),
         _ => anyhow::bail!("name a file, or --store DIR --session ID"),
     };
-    let at = args.at.unwrap_or_else(Utc::now);
-    let replayed = replay(
-        &transcript.until(at),
-        MicroCompactionConfig::default(),
-        Some(at),
-    )?;
-    let messages = replayed.memory.messages();
     let body = match args.format {
         OutputFormat::Openai => to_openai(&messages),
         OutputFormat::Anthropic => to_anthropic(&messages),
