@@ -985,3 +985,38 @@ fn a_store_and_a_session_come_together() {
     let without_store = ContextMemory::builder().session(session("s")).build();
     assert!(matches!(without_store, Err(Error::Config(_))));
 }
+
+#[test]
+fn read_takes_no_lock_and_leaves_a_torn_tail_in_place() {
+    let (_dir, store) = temp_store();
+    let chat = session("chat");
+    let clock = ManualClock::new(t0());
+    let memory = open(&store, &chat, &clock);
+    push_exchange(&memory, 0);
+    clock.advance(hours(2));
+    let sent = memory.messages(); // advances and logs the cutoff (keep 2)
+                                  // A torn record at the end, as a crash mid-write leaves it.
+    let path = store.log_path(&chat);
+    let mut bytes = fs::read(&path).unwrap();
+    bytes.extend_from_slice(br#"{"v":1,"kind":"mess"#);
+    fs::write(&path, &bytes).unwrap();
+
+    // While the writer holds the session, a reader gets what it sends.
+    let records = store.read(&chat).unwrap();
+    let copy = ContextMemory::builder()
+        .clock(clock.clone())
+        .records(records)
+        .build()
+        .unwrap();
+    assert_eq!(copy.cutoff(), memory.cutoff());
+    assert_eq!(copy.messages(), sent);
+    assert_eq!(
+        fs::read(&path).unwrap(),
+        bytes,
+        "the reader changed nothing"
+    );
+    assert!(matches!(
+        store.read(&session("missing")),
+        Err(Error::Io { .. })
+    ));
+}
