@@ -405,8 +405,34 @@ impl Message {
 }
 
 impl fmt::Debug for Message {
+    /// `Message { role, content, ... }`, leaving out empty and unset fields.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
+        let data = &*self.0;
+        let mut out = f.debug_struct("Message");
+        if let Some(id) = data.id {
+            out.field("id", &id.get());
+        }
+        out.field("role", &data.role)
+            .field("content", &data.content);
+        if !data.tool_calls.is_empty() {
+            out.field("tool_calls", &data.tool_calls);
+        }
+        if let Some(id) = &data.tool_call_id {
+            out.field("tool_call_id", id);
+        }
+        if let Some(name) = &data.tool_name {
+            out.field("tool_name", name);
+        }
+        if data.is_error {
+            out.field("is_error", &true);
+        }
+        if let Some(at) = data.at {
+            out.field("at", &at.to_rfc3339());
+        }
+        if let Some(usage) = &data.usage {
+            out.field("usage", usage);
+        }
+        out.finish()
     }
 }
 

@@ -65,6 +65,9 @@ impl FileStore {
     /// A store in `dir`, created (with its parents) when missing.
     pub fn open(dir: impl AsRef<Path>) -> Result<FileStore, Error> {
         let dir = dir.as_ref();
+        if dir.exists() && !dir.is_dir() {
+            return Err(Error::io(dir, io::Error::other("not a directory")));
+        }
         sys::create_private_dir(dir).map_err(|error| Error::io(dir, error))?;
         Ok(FileStore {
             dir: dir.into(),

@@ -598,3 +598,13 @@ fn recorded_usage_totals_saturate_instead_of_overflowing() {
     .unwrap();
     assert_eq!(usage.total_input_tokens(), u64::MAX);
 }
+
+#[test]
+fn debug_shows_a_message_by_its_public_name_and_set_fields() {
+    let message = Message::tool_result("c1", "out").with_tool_name("bash");
+    let debug = format!("{message:?}");
+    assert!(debug.starts_with("Message { role: Tool"), "{debug}");
+    assert!(debug.contains("tool_call_id: \"c1\""), "{debug}");
+    assert!(!debug.contains("is_error"), "{debug}");
+    assert!(!debug.contains("usage"), "{debug}");
+}

@@ -1020,3 +1020,13 @@ fn read_takes_no_lock_and_leaves_a_torn_tail_in_place() {
         Err(Error::Io { .. })
     ));
 }
+
+#[test]
+fn a_store_path_that_is_a_file_is_refused_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("not-a-dir");
+    fs::write(&file, "x").unwrap();
+    let error = FileStore::open(&file).unwrap_err();
+    assert!(error.to_string().contains("not a directory"), "{error}");
+    assert_eq!(fs::read(&file).unwrap(), b"x");
+}
