@@ -224,7 +224,7 @@ impl TranscriptBuilder {
             .count();
         if backwards > 0 {
             self.note(format!(
-                "{backwards} messages are timed earlier than the one before them (file order kept)"
+                "{backwards} message(s) timed earlier than the one before (file order kept)"
             ));
         }
         if !self.orphan_ids.is_empty() {

@@ -337,13 +337,13 @@ fn print_human(inspections: &[Inspection]) -> anyhow::Result<()> {
                 "  idle {} after message {} ({})",
                 duration(gap.seconds),
                 gap.after_message,
-                gap.from
+                gap.from.format(TIME)
             )?;
         }
         for advance in &inspection.micro_compaction.at_gaps {
             outln!(
-                "  at {} (before message {}): clears {} results, ~{} -> ~{} tokens",
-                advance.at,
+                "  at {} (before message {}): clears {} more results, ~{} -> ~{} tokens",
+                advance.at.format(TIME),
                 advance.before_message,
                 advance.cleared,
                 advance.from_tokens,
@@ -352,8 +352,8 @@ fn print_human(inspections: &[Inspection]) -> anyhow::Result<()> {
         }
         let now = &inspection.micro_compaction.now;
         outln!(
-            "  now ({}): clears {} results, ~{} -> ~{} tokens",
-            now.at,
+            "  now ({}): clears {} more results, ~{} -> ~{} tokens",
+            now.at.format(TIME),
             now.cleared,
             now.tokens_before,
             now.tokens_after
@@ -364,6 +364,9 @@ fn print_human(inspections: &[Inspection]) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// How times are printed in the human output.
+const TIME: &str = "%Y-%m-%d %H:%M:%S UTC";
 
 /// Seconds as `1h02m`, `5m10s` or `12s`.
 fn duration(seconds: i64) -> String {
