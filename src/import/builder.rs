@@ -217,6 +217,10 @@ impl TranscriptBuilder {
         if !self.report.has_timestamps && !self.messages.is_empty() {
             self.note("the log records no wall-clock times; messages have none");
         }
+        let has_tool_results = self.messages.iter().any(Message::is_tool_result);
+        if !has_tool_results && self.messages.len() > 2 {
+            self.note("no tool results (tool output, if any, is in user messages): micro compaction has nothing to clear");
+        }
         let backwards = self
             .messages
             .windows(2)

@@ -241,6 +241,15 @@ fn swe_agent_and_mini_swe_agent_have_no_times_and_say_so() {
     assert_eq!(mini.format, Format::SweAgent);
     assert_eq!(roles(&mini), [System, User, Assistant, User]);
     assert!(!mini.report.has_timestamps);
+    // Tool output in user messages: nothing for micro compaction, and the report says so.
+    let nothing_to_clear = |t: &Transcript| {
+        t.report
+            .notes
+            .iter()
+            .any(|n| n.contains("nothing to clear"))
+    };
+    assert!(nothing_to_clear(&mini));
+    assert!(!nothing_to_clear(&t));
 }
 
 #[test]
