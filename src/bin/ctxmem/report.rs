@@ -81,6 +81,12 @@ fn profile(args: &ReportArgs) -> anyhow::Result<PriceProfile> {
 
 /// Runs the report and prints it; fails (after printing) when a file could not be read.
 pub fn run(args: ReportArgs, json: bool) -> anyhow::Result<()> {
+    if let Some(plot) = &args.plot {
+        let folder = plot.parent().filter(|p| !p.as_os_str().is_empty());
+        if folder.is_some_and(|folder| !folder.is_dir()) {
+            bail!("{}: the folder for the plot does not exist", plot.display());
+        }
+    }
     let options = ReportOptions {
         replay: ReplayOptions {
             profile: profile(&args)?,
@@ -115,8 +121,7 @@ pub fn run(args: ReportArgs, json: bool) -> anyhow::Result<()> {
         outln!("{}", report.to_table().trim_end_matches('\n'))?;
     }
     if let Some(plot) = &args.plot {
-        ctxmem::report::write_svg(&report, plot)
-            .with_context(|| format!("writing {}", plot.display()))?;
+        ctxmem::report::write_svg(&report, plot).context("could not write the plot")?;
     }
     if let Some(first) = report.errors.first() {
         bail!(
