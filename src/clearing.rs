@@ -127,3 +127,34 @@ impl ClearedCalls {
             .collect()
     }
 }
+
+/// The token estimate of each message last passed in, by position: reused while a
+/// harness passes the same (shared) message again, so bodies are not re-scanned on
+/// every call.
+#[derive(Debug, Default)]
+pub(crate) struct TokenMemo(Vec<(Message, u64)>);
+
+impl TokenMemo {
+    /// Estimated tokens of `messages`, estimating only the messages not passed in at
+    /// the same position last time.
+    pub fn total(&mut self, estimator: &dyn TokenEstimator, messages: &[Message]) -> u64 {
+        self.0.truncate(messages.len());
+        let mut total = 0;
+        for (index, message) in messages.iter().enumerate() {
+            let tokens = match self.0.get(index) {
+                Some((known, tokens)) if known.ptr_eq(message) => *tokens,
+                _ => {
+                    let tokens = estimator.message_tokens(message);
+                    let entry = (message.clone(), tokens);
+                    match self.0.get_mut(index) {
+                        Some(slot) => *slot = entry,
+                        None => self.0.push(entry),
+                    }
+                    tokens
+                }
+            };
+            total += tokens;
+        }
+        total
+    }
+}

@@ -12,7 +12,7 @@ use std::pin::Pin;
 use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
 
-use crate::clearing::{self, ClearedCalls};
+use crate::clearing::{self, ClearedCalls, TokenMemo};
 use crate::clock::{Clock, SystemClock};
 use crate::message::{Message, Role};
 use crate::micro::MicroCompactionConfig;
@@ -141,10 +141,8 @@ struct SessionState {
     /// text and tool calls (equal messages share one list, oldest first).
     first_seen: HashMap<u64, Vec<DateTime<Utc>>>,
     tokens: Option<u64>,
-    /// The estimate of each message last passed in, by position: reused while the
-    /// harness passes the same (shared) message again, so bodies are not re-scanned
-    /// on every call.
-    estimates: Vec<(Message, u64)>,
+    /// Token estimates, reused while the harness passes the same messages again.
+    estimates: TokenMemo,
 }
 
 impl SessionState {
@@ -181,31 +179,6 @@ impl SessionState {
         }
         self.first_seen = seen;
         latest
-    }
-}
-
-impl SessionState {
-    /// Estimated tokens of `messages`, estimating only the messages not passed in at
-    /// the same position last time.
-    fn total_tokens(&mut self, estimator: &dyn TokenEstimator, messages: &[Message]) -> u64 {
-        self.estimates.truncate(messages.len());
-        let mut total = 0;
-        for (index, message) in messages.iter().enumerate() {
-            let tokens = match self.estimates.get(index) {
-                Some((known, tokens)) if known.ptr_eq(message) => *tokens,
-                _ => {
-                    let tokens = estimator.message_tokens(message);
-                    let entry = (message.clone(), tokens);
-                    match self.estimates.get_mut(index) {
-                        Some(slot) => *slot = entry,
-                        None => self.estimates.push(entry),
-                    }
-                    tokens
-                }
-            };
-            total += tokens;
-        }
-        total
     }
 }
 
@@ -277,7 +250,7 @@ impl MicroCompactor {
             }
         }
         let sent = outcome.as_ref().map_or(messages, |o| &o.messages);
-        state.tokens = Some(state.total_tokens(&*self.estimator, sent));
+        state.tokens = Some(state.estimates.total(&*self.estimator, sent));
         outcome
     }
 }

@@ -9,7 +9,7 @@ use std::pin::Pin;
 
 use parking_lot::Mutex;
 
-use crate::clearing;
+use crate::clearing::{self, TokenMemo};
 use crate::compaction::{BoxFuture, CompactionKind, CompactionOutcome, ContextCompaction};
 use crate::error::Error;
 use crate::memory::ContextMemory;
@@ -231,7 +231,9 @@ impl FullCompaction {
             if !same_ids(&sent, &stored) {
                 return Ok(None); // changed between the two reads
             }
-            let Some(replacement) = self.replacement(&sent, &stored, summarizer).await? else {
+            let before = self.tokens(&sent);
+            let Some(replacement) = self.replacement(&sent, before, &stored, summarizer).await?
+            else {
                 return Ok(None);
             };
             // Messages pushed while the summarizer ran are kept after the tail.
@@ -245,16 +247,16 @@ impl FullCompaction {
         })
     }
 
-    /// `[summary] + tail` for a history the model sees as `sent`, whose stored
+    /// `[summary] + tail` for a history the model sees as `sent` (`before` tokens), whose stored
     /// messages are `stored` (the same messages, possibly with bodies), or `None`
     /// when the flow skips.
     async fn replacement(
         &self,
         sent: &[Message],
+        before: u64,
         stored: &[Message],
         summarizer: &dyn Summarizer,
     ) -> Result<Option<Vec<Message>>, Error> {
-        let before = self.tokens(sent);
         if before < self.trigger.threshold() {
             return Ok(None);
         }
@@ -332,8 +334,16 @@ type ErrorHandler = Box<dyn Fn(&SessionId, &Error) + Send + Sync>;
 pub struct SummarizingCompactor {
     full: FullCompaction,
     summarizer: Box<dyn Summarizer>,
-    tokens: Mutex<HashMap<SessionId, u64>>,
+    tokens: Mutex<HashMap<SessionId, SessionTokens>>,
     on_error: Option<ErrorHandler>,
+}
+
+/// What a [`SummarizingCompactor`] keeps of one session: estimates to reuse, and the
+/// total of what it last returned (the hint).
+#[derive(Debug, Default)]
+struct SessionTokens {
+    memo: TokenMemo,
+    last: u64,
 }
 
 impl SummarizingCompactor {
@@ -370,9 +380,15 @@ impl ContextCompaction for SummarizingCompactor {
         messages: &'a [Message],
     ) -> BoxFuture<'a, Option<CompactionOutcome>> {
         Box::pin(async move {
+            let before = {
+                let mut sessions = self.tokens.lock();
+                let session = sessions.entry(session_id.clone()).or_default();
+                session.last = session.memo.total(&*self.full.estimator, messages);
+                session.last
+            };
             let replacement = match self
                 .full
-                .replacement(messages, messages, &*self.summarizer)
+                .replacement(messages, before, messages, &*self.summarizer)
                 .await
             {
                 Ok(replacement) => replacement,
@@ -387,15 +403,20 @@ impl ContextCompaction for SummarizingCompactor {
                 kind: CompactionKind::FullCompaction,
                 messages,
             });
-            let sent = outcome.as_ref().map_or(messages, |o| &o.messages);
-            let tokens = self.full.tokens(sent);
-            self.tokens.lock().insert(session_id.clone(), tokens);
+            if let Some(outcome) = &outcome {
+                let tokens = self.full.tokens(&outcome.messages);
+                self.tokens
+                    .lock()
+                    .entry(session_id.clone())
+                    .or_default()
+                    .last = tokens;
+            }
             outcome
         })
     }
 
     fn token_count_hint(&self, session_id: &SessionId) -> Option<usize> {
-        let tokens = *self.tokens.lock().get(session_id)?;
+        let tokens = self.tokens.lock().get(session_id)?.last;
         usize::try_from(tokens).ok()
     }
 }
